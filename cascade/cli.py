@@ -1,0 +1,152 @@
+"""Command line: `cascade review`, `cascade bench`. Bad input ends in one line and exit 3, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import click
+
+from cascade import __version__
+from cascade.config import load_config
+from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
+from cascade.models import ReviewRequest, Verdict
+from cascade.patch import decode_patch_bytes
+from cascade.report import FORMATS, Format, render
+from cascade.trace import load_trace
+from cascade.workspace import git, resolve_commit, resolve_repo
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"cascade: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _read_text_file(path: str | None, what: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise BadInput(f"{what} path is a directory: {path}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{what} file is not valid UTF-8: {path}") from None
+
+
+def _read_patch(patch: str | None, git_range: str | None, repo: str, max_bytes: int) -> tuple[str, str | None]:
+    """The patch text and, for --git, the base commit it applies to."""
+    if git_range is not None:
+        if patch is not None:
+            raise BadInput("give either a PATCH file or --git BASE..HEAD, not both")
+        return _diff_of_range(repo, git_range, max_bytes)
+    if patch is None:
+        raise BadInput("no patch given: pass a PATCH file, '-' for stdin, or --git BASE..HEAD")
+    if patch == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        path = Path(patch)
+        if not path.is_file():
+            raise BadInput(f"patch file not found: {patch}")
+        data = path.read_bytes()
+    if not data.strip():
+        raise BadInput(f"patch {patch!r} is empty: nothing to review")
+    return decode_patch_bytes(data, max_bytes, source=f"patch {patch!r}"), None
+
+
+def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, str]:
+    symmetric = "..." in git_range
+    base, _, head = git_range.partition("..." if symmetric else "..")
+    if not base or not head:
+        raise BadInput(f"--git expects BASE..HEAD, got {git_range!r}")
+    root = resolve_repo(repo)
+    base_sha, head_sha = resolve_commit(root, base), resolve_commit(root, head)
+    if symmetric:
+        base_sha = git(root, "merge-base", base_sha, head_sha).strip()
+    text = git(root, "diff", "--no-color", "--no-ext-diff", "--binary", base_sha, head_sha)
+    if not text.strip():
+        raise BadInput(f"{git_range} has no changes: nothing to review")
+    return decode_patch_bytes(text.encode("utf-8"), max_bytes, source=f"diff {git_range}"), base_sha
+
+
+def _emit(verdict: Verdict, fmt: Format, output: str | None) -> None:
+    text = render(verdict, fmt)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        if fmt != "text":
+            click.echo(f"{verdict.decision.value}: {verdict.reason}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cascade")
+def cli() -> None:
+    """Decide whether an agent-written patch should be accepted, rejected, or left uncertain.
+
+    Exit codes: 0 accept, 1 reject, 2 uncertain, 3 bad input or usage, 4 internal error.
+    """
+
+
+@cli.command()
+@click.argument("patch", required=False)
+@click.option("--repo", default=".", show_default=True, help="Git repository the patch applies to.")
+@click.option("--base", "base_ref", default=None, help="Ref the patch applies to [default: HEAD or the range's base].")
+@click.option("--git", "git_range", default=None, metavar="BASE..HEAD", help="Review a commit range instead of a file.")
+@click.option("--issue", "issue_file", default=None, help="File with the task/issue text.")
+@click.option("--trace", "trace_file", default=None, help="Agent trace (SWE-agent .traj, JSON or JSONL).")
+@click.option("--config", "config_file", default=None, help="YAML config (see configs/default.yaml).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", default=None, help="Write the report here instead of stdout.")
+def review(
+    patch: str | None,
+    repo: str,
+    base_ref: str | None,
+    git_range: str | None,
+    issue_file: str | None,
+    trace_file: str | None,
+    config_file: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Review PATCH (a unified diff file, or '-' for stdin) against --repo."""
+    from cascade.pipeline import review as run_review
+
+    config = load_config(config_file)
+    patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
+    request = ReviewRequest(
+        repo=repo,
+        base_ref=base_ref or range_base or "HEAD",
+        patch_text=patch_text,
+        issue_text=_read_text_file(issue_file, "issue"),
+        trace=load_trace(trace_file) if trace_file else None,
+        config=config,
+    )
+    verdict = run_review(request)
+    _emit(verdict, cast(Format, fmt), output)
+    sys.exit(verdict.exit_code)
+
+
+def main() -> None:
+    """Entry point: map every failure to its documented exit code and one line on stderr."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        fail("aborted", EXIT_BAD_INPUT)
+    except click.ClickException as exc:
+        fail(exc.format_message(), EXIT_BAD_INPUT)
+    except BadInput as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+    except CascadeError as exc:
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_INTERNAL)
+    except Exception as exc:  # noqa: BLE001 - the documented contract is one line and exit 4, not a traceback
+        fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)

@@ -1,0 +1,151 @@
+"""Configuration: one pydantic model, loaded from YAML; unknown keys are errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cascade.errors import BadInput
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+DEFAULT_TEST_GLOBS = [
+    "tests/**",
+    "test/**",
+    "testing/**",
+    "**/tests/**",
+    "**/test/**",
+    "**/testing/**",
+    "test_*.py",
+    "**/test_*.py",
+    "*_test.py",
+    "**/*_test.py",
+    "conftest.py",
+    "**/conftest.py",
+]
+
+# Rule classes that may reject (design §3). Each one earned its place by zero rejections of the gold and
+# officially-resolved SWE-bench patches; see benchmarks/static_soundness.py and the README's measurement table.
+DEFAULT_REJECT_RULES = [
+    "ruff:E999",  # syntax error (older ruff name)
+    "ruff:syntax-error",  # syntax error (ruff >= 0.5 reports it without a code)
+    "ruff:F821",  # undefined name
+    "ruff:F822",  # undefined name in __all__
+    "ruff:F823",  # local variable referenced before assignment
+    "ruff:F706",  # return outside function
+    "ruff:F704",  # yield outside function
+    "ruff:F701",  # break outside loop
+    "ruff:F702",  # continue outside loop
+    "ruff:F631",  # assert on a non-empty tuple (always true)
+    "ruff:F632",  # `is` against a literal
+    "pyright:reportUndefinedVariable",
+    "pyright:reportMissingImports:in-repo",  # unresolved import of a module of the repository itself
+    "pyright:reportAttributeAccessIssue:in-repo-module",  # `from pkg import name` where the in-repo module lacks it
+    "pyright:reportCallIssue:in-repo",  # wrong arity / unknown keyword for an in-repo callee
+]
+
+
+class NoChangeConfig(Section):
+    test_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_GLOBS))
+    docs_globs: list[str] = Field(default_factory=lambda: ["docs/**", "doc/**", "*.md", "*.rst", "*.txt", "**/*.rst"])
+
+
+class StaticConfig(Section):
+    enabled: bool = True
+    ruff_select: list[str] = Field(default_factory=lambda: ["F", "E9"])
+    reject_rules: list[str] = Field(default_factory=lambda: list(DEFAULT_REJECT_RULES))
+    max_dependents: int = Field(20, ge=0, description="In-repo files that reference changed names, at most.")
+    timeout_seconds: float = Field(300, gt=0)
+    python_version: str | None = Field(None, description="pyright's pythonVersion; None = the running Python's.")
+
+
+class ProbesConfig(Section):
+    enabled: bool = True
+    probe_pass: Literal["evidence", "accept"] = "evidence"
+    max_attempts: int = Field(3, ge=1, le=3)
+    sources: list[Literal["generated", "trace", "pr_tests"]] = Field(
+        default_factory=lambda: ["generated", "trace", "pr_tests"]
+    )
+    regression: bool = True
+    timeout_seconds: float = Field(120, gt=0)
+    require_coverage_of_change: bool = True
+
+
+class SandboxConfig(Section):
+    backend: Literal["auto", "bwrap", "docker", "none"] = "auto"
+    memory_mb: int = Field(2048, gt=0)
+    cpu_seconds: int = Field(300, gt=0)
+    file_size_mb: int = Field(512, gt=0)
+    pids: int = Field(256, gt=0)
+    timeout_seconds: float = Field(300, gt=0)
+    docker_image: str | None = None
+
+
+class LLMConfig(Section):
+    model: str | None = Field(None, description="A litellm model string; None = no LLM stages.")
+    api_base: str | None = None
+    api_key_env: str | None = Field(None, description="Name of the environment variable holding the key.")
+    fallback_models: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(60, gt=0)
+    max_retries: int = Field(3, ge=0)
+    max_calls: int = Field(40, ge=0)
+    max_tokens_total: int = Field(400_000, ge=0)
+    max_dollars: float = Field(1.0, ge=0)
+    cassette: str | None = None
+    cassette_mode: Literal["off", "record", "replay"] = "off"
+
+
+class ReviewerConfig(Section):
+    enabled: bool = True
+    votes: int = Field(5, ge=1)
+    temperature: float = Field(0.8, ge=0)
+    reviewer_may_reject: Literal["grounded_only", "any"] = "grounded_only"
+
+
+class LimitsConfig(Section):
+    max_patch_bytes: int = Field(2_000_000, gt=0)
+
+
+class CascadeConfig(Section):
+    stage0: NoChangeConfig = Field(default_factory=NoChangeConfig)
+    stage1: StaticConfig = Field(default_factory=StaticConfig)
+    stage2: ProbesConfig = Field(default_factory=ProbesConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    reviewer: ReviewerConfig = Field(default_factory=ReviewerConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+
+
+def parse_config(data: dict[str, Any], source: str = "config") -> CascadeConfig:
+    """Validate a config mapping; the error names the first offending key path."""
+    try:
+        return CascadeConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "extra_forbidden":
+            raise BadInput(f"{source}: unknown config key '{key}'") from None
+        raise BadInput(f"{source}: invalid value for '{key}': {first['msg']}") from None
+
+
+def load_config(path: str | Path | None) -> CascadeConfig:
+    if path is None:
+        return CascadeConfig()
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"config file not found: {path}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: not valid YAML ({type(exc).__name__})") from None
+    if raw is None:
+        return CascadeConfig()
+    if not isinstance(raw, dict):
+        raise BadInput(f"{path}: the config must be a mapping of sections")
+    return parse_config(raw, source=str(path))

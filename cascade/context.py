@@ -1,0 +1,27 @@
+"""What a stage sees: the request, the parsed patch, the trees, and the results of earlier stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cascade.config import CascadeConfig
+from cascade.models import Patch, ReviewRequest, StageResult
+from cascade.workspace import Workspace
+
+
+@dataclass
+class ReviewContext:
+    request: ReviewRequest
+    patch: Patch
+    workspace: Workspace | None = None  # None when the repository is unavailable (benchmark rows)
+    results: list[StageResult] = field(default_factory=list)
+
+    @property
+    def config(self) -> CascadeConfig:
+        return self.request.config
+
+    def unavailable_reason(self) -> str | None:
+        """Why stages that need a checkout cannot run, or None when they can."""
+        if self.workspace is None:
+            return "repository unavailable: no checkout to analyse"
+        return None

@@ -1,0 +1,110 @@
+"""Parse a unified diff (via unidiff) into the `Patch` model and classify its files."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from posixpath import basename
+
+from unidiff import PatchedFile, PatchSet
+from unidiff.errors import UnidiffParseError
+
+from cascade.config import NoChangeConfig
+from cascade.errors import BadInput
+from cascade.models import FileKind, FilePatch, Hunk, Patch
+
+_DEV_NULL = "/dev/null"
+
+
+def matches_glob(path: str, pattern: str) -> bool:
+    """fnmatch semantics (``*`` crosses ``/``); a pattern without ``/`` is matched against the basename."""
+    if "/" not in pattern:
+        return fnmatchcase(basename(path), pattern)
+    if pattern.endswith("/**"):
+        pattern = pattern[:-1]  # "tests/**" ≡ "tests/*" because * already crosses "/"
+    return fnmatchcase(path, pattern)
+
+
+def classify(path: str, config: NoChangeConfig) -> FileKind:
+    if any(matches_glob(path, g) for g in config.test_globs):
+        return FileKind.TEST
+    if path.endswith(".py") or path.endswith(".pyi"):
+        return FileKind.CODE
+    if any(matches_glob(path, g) for g in config.docs_globs):
+        return FileKind.DOCS
+    return FileKind.CODE if "." in basename(path) else FileKind.OTHER
+
+
+def _strip_prefix(path: str | None) -> str | None:
+    if path is None or path == _DEV_NULL:
+        return None
+    for prefix in ("a/", "b/"):
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def _hunks(pf: PatchedFile) -> list[Hunk]:
+    hunks: list[Hunk] = []
+    for h in pf:
+        hunks.append(
+            Hunk(
+                source_start=h.source_start,
+                source_length=h.source_length,
+                target_start=h.target_start,
+                target_length=h.target_length,
+                removed=[ln.value.rstrip("\n") for ln in h if ln.is_removed],
+                added=[ln.value.rstrip("\n") for ln in h if ln.is_added],
+                changed_target_lines=[ln.target_line_no for ln in h if ln.is_added and ln.target_line_no],
+            )
+        )
+    return hunks
+
+
+def _file_patch(pf: PatchedFile, config: NoChangeConfig) -> FilePatch:
+    source = _strip_prefix(pf.source_file)
+    target = _strip_prefix(pf.target_file)
+    if pf.is_added_file:
+        source = None
+    if pf.is_removed_file:
+        target = None
+    path = target or source or ""
+    return FilePatch(
+        source_path=source,
+        target_path=target,
+        kind=classify(path, config),
+        is_binary=pf.is_binary_file,
+        is_rename=bool(getattr(pf, "is_rename", False)),
+        is_added=pf.is_added_file,
+        is_removed=pf.is_removed_file,
+        hunks=_hunks(pf),
+    )
+
+
+def parse_patch(text: str, config: NoChangeConfig | None = None) -> Patch:
+    """Parse diff text. Empty text is a valid, empty patch (Stage 0 rejects it); anything else must parse."""
+    config = config or NoChangeConfig()
+    if not text.strip():
+        return Patch(text=text, files=[])
+    try:
+        patch_set = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise BadInput(f"malformed diff: {exc}") from None
+    if len(patch_set) == 0:
+        raise BadInput("malformed diff: no file sections ('--- a/…' / '+++ b/…') found")
+    files = [_file_patch(pf, config) for pf in patch_set]
+    binary = [f.path for f in files if f.is_binary]
+    if binary:
+        raise BadInput(f"binary diff for {binary[0]}: cascade reviews text patches only")
+    return Patch(text=text, files=files)
+
+
+def decode_patch_bytes(data: bytes, max_bytes: int, source: str = "patch") -> str:
+    """Decode a patch file's bytes, enforcing the size cap and UTF-8."""
+    if len(data) > max_bytes:
+        raise BadInput(f"{source} is {len(data)} bytes, over the {max_bytes}-byte cap (limits.max_patch_bytes)")
+    if b"\0" in data:
+        raise BadInput(f"{source} contains NUL bytes: binary data, not a unified diff")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{source} is not valid UTF-8 (byte {exc.start}): re-encode it as UTF-8") from None

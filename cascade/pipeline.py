@@ -1,0 +1,109 @@
+"""Run the stages in order, stop at the first decision, record per-stage time (design §3)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+
+from cascade import __version__
+from cascade.context import ReviewContext
+from cascade.models import (
+    Cost,
+    Decision,
+    Evidence,
+    EvidenceKind,
+    Outcome,
+    Patch,
+    ReviewRequest,
+    StageResult,
+    Verdict,
+)
+from cascade.patch import parse_patch
+from cascade.stages import default_stages
+from cascade.stages.base import Stage
+from cascade.workspace import Workspace
+
+_DECISIVE = {Outcome.ACCEPT: Decision.ACCEPT, Outcome.REJECT: Decision.REJECT, Outcome.UNCERTAIN: Decision.UNCERTAIN}
+
+
+def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
+    """Run one stage, timing it; a crash becomes a recorded `skipped` result, never an accept."""
+    started = time.perf_counter()
+    try:
+        result = stage.run(ctx)
+    except Exception as exc:  # noqa: BLE001 - a stage's bug must not lose the other stages' evidence
+        reason = f"stage crashed: {type(exc).__name__}: {exc}"
+        evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
+        result = StageResult(stage=stage.name, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
+    result.cost.seconds = round(time.perf_counter() - started, 4)
+    return result
+
+
+def decide(results: list[StageResult], policy: dict[str, object], apply_method: str | None) -> Verdict:
+    cost = sum((r.cost for r in results), Cost())
+    for r in results:
+        if r.outcome in _DECISIVE:
+            return Verdict(
+                tool_version=__version__,
+                decision=_DECISIVE[r.outcome],
+                deciding_stage=r.stage,
+                reason=r.reason,
+                stages=results,
+                policy=policy,
+                cost=cost,
+                apply_method=apply_method,
+            )
+    not_run = [f"{r.stage}: {r.reason}" for r in results if r.outcome == Outcome.SKIPPED]
+    reason = "no stage reached a decision"
+    if not_run:
+        reason += "; could not run — " + "; ".join(not_run)
+    return Verdict(
+        tool_version=__version__,
+        decision=Decision.UNCERTAIN,
+        deciding_stage=None,
+        reason=reason,
+        stages=results,
+        policy=policy,
+        cost=cost,
+        apply_method=apply_method,
+    )
+
+
+def policy_of(request: ReviewRequest) -> dict[str, object]:
+    cfg = request.config
+    return {
+        "probe_pass": cfg.stage2.probe_pass,
+        "reviewer_may_reject": cfg.reviewer.reviewer_may_reject,
+        "reject_rules": list(cfg.stage1.reject_rules),
+        "llm_model": cfg.llm.model,
+        "sandbox": cfg.sandbox.backend,
+    }
+
+
+def run_stages(ctx: ReviewContext, stages: Sequence[Stage]) -> Verdict:
+    for stage in stages:
+        result = run_stage(stage, ctx)
+        ctx.results.append(result)
+        if result.outcome in _DECISIVE:
+            break
+    apply_method = ctx.workspace.apply_method if ctx.workspace else None
+    return decide(ctx.results, policy_of(ctx.request), apply_method)
+
+
+def review(
+    request: ReviewRequest,
+    stages: Sequence[Stage] | None = None,
+    *,
+    with_repo: bool = True,
+    patch: Patch | None = None,
+) -> Verdict:
+    """Review one patch. ``with_repo=False`` runs without a checkout (stages that need one are skipped)."""
+    patch = patch or parse_patch(request.patch_text, request.config.stage0)
+    stages = list(stages) if stages is not None else default_stages(request.config)
+    with ExitStack() as stack:
+        workspace = None
+        if with_repo:
+            workspace = stack.enter_context(Workspace(request.repo, request.base_ref))
+            workspace.prepare(patch)
+        return run_stages(ReviewContext(request=request, patch=patch, workspace=workspace), stages)

@@ -1,0 +1,19 @@
+"""The stages of the cascade, cheapest first."""
+
+from __future__ import annotations
+
+from cascade.config import CascadeConfig
+from cascade.stages.base import Stage
+from cascade.stages.no_change import NoChangeStage
+from cascade.stages.static import StaticStage
+
+
+def default_stages(config: CascadeConfig) -> list[Stage]:
+    """The stage list for a config; later stages (probes, reviewer) join here as they land."""
+    stages: list[Stage] = [NoChangeStage()]
+    if config.stage1.enabled:
+        stages.append(StaticStage())
+    return stages
+
+
+__all__ = ["Stage", "default_stages"]
