@@ -1,0 +1,1 @@
+"""Execution layer: environments, test runs, outcome classification (design §5)."""

@@ -1,0 +1,1 @@
+"""Sandboxes for untrusted code: one module per backend."""
