@@ -148,5 +148,5 @@ def main() -> None:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERNAL)
-    except Exception as exc:  # noqa: BLE001 - the documented contract is one line and exit 4, not a traceback
+    except Exception as exc:
         fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)

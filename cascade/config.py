@@ -60,56 +60,56 @@ class StaticConfig(Section):
     enabled: bool = True
     ruff_select: list[str] = Field(default_factory=lambda: ["F", "E9"])
     reject_rules: list[str] = Field(default_factory=lambda: list(DEFAULT_REJECT_RULES))
-    max_dependents: int = Field(20, ge=0, description="In-repo files that reference changed names, at most.")
-    timeout_seconds: float = Field(300, gt=0)
-    python_version: str | None = Field(None, description="pyright's pythonVersion; None = the running Python's.")
+    max_dependents: int = Field(default=20, ge=0, description="In-repo files that reference changed names, at most.")
+    timeout_seconds: float = Field(default=300, gt=0)
+    python_version: str | None = Field(default=None, description="pyright's pythonVersion; None = the running Python's.")
 
 
 class ProbesConfig(Section):
     enabled: bool = True
     probe_pass: Literal["evidence", "accept"] = "evidence"
-    max_attempts: int = Field(3, ge=1, le=3)
+    max_attempts: int = Field(default=3, ge=1, le=3)
     sources: list[Literal["generated", "trace", "pr_tests"]] = Field(
         default_factory=lambda: ["generated", "trace", "pr_tests"]
     )
     regression: bool = True
-    timeout_seconds: float = Field(120, gt=0)
+    timeout_seconds: float = Field(default=120, gt=0)
     require_coverage_of_change: bool = True
 
 
 class SandboxConfig(Section):
     backend: Literal["auto", "bwrap", "docker", "none"] = "auto"
-    memory_mb: int = Field(2048, gt=0)
-    cpu_seconds: int = Field(300, gt=0)
-    file_size_mb: int = Field(512, gt=0)
-    pids: int = Field(256, gt=0)
-    timeout_seconds: float = Field(300, gt=0)
+    memory_mb: int = Field(default=2048, gt=0)
+    cpu_seconds: int = Field(default=300, gt=0)
+    file_size_mb: int = Field(default=512, gt=0)
+    pids: int = Field(default=256, gt=0)
+    timeout_seconds: float = Field(default=300, gt=0)
     docker_image: str | None = None
 
 
 class LLMConfig(Section):
-    model: str | None = Field(None, description="A litellm model string; None = no LLM stages.")
+    model: str | None = Field(default=None, description="A litellm model string; None = no LLM stages.")
     api_base: str | None = None
-    api_key_env: str | None = Field(None, description="Name of the environment variable holding the key.")
+    api_key_env: str | None = Field(default=None, description="Name of the environment variable holding the key.")
     fallback_models: list[str] = Field(default_factory=list)
-    timeout_seconds: float = Field(60, gt=0)
-    max_retries: int = Field(3, ge=0)
-    max_calls: int = Field(40, ge=0)
-    max_tokens_total: int = Field(400_000, ge=0)
-    max_dollars: float = Field(1.0, ge=0)
+    timeout_seconds: float = Field(default=60, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    max_calls: int = Field(default=40, ge=0)
+    max_tokens_total: int = Field(default=400_000, ge=0)
+    max_dollars: float = Field(default=1.0, ge=0)
     cassette: str | None = None
     cassette_mode: Literal["off", "record", "replay"] = "off"
 
 
 class ReviewerConfig(Section):
     enabled: bool = True
-    votes: int = Field(5, ge=1)
-    temperature: float = Field(0.8, ge=0)
+    votes: int = Field(default=5, ge=1)
+    temperature: float = Field(default=0.8, ge=0)
     reviewer_may_reject: Literal["grounded_only", "any"] = "grounded_only"
 
 
 class LimitsConfig(Section):
-    max_patch_bytes: int = Field(2_000_000, gt=0)
+    max_patch_bytes: int = Field(default=2_000_000, gt=0)
 
 
 class CascadeConfig(Section):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from posixpath import basename
 
-from unidiff import PatchedFile, PatchSet
+from unidiff.patch import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from cascade.config import NoChangeConfig

@@ -32,7 +32,7 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
     started = time.perf_counter()
     try:
         result = stage.run(ctx)
-    except Exception as exc:  # noqa: BLE001 - a stage's bug must not lose the other stages' evidence
+    except Exception as exc:
         reason = f"stage crashed: {type(exc).__name__}: {exc}"
         evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
         result = StageResult(stage=stage.name, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SWEBENCH_DIR = Path(os.environ.get("CASCADE_SWEBENCH_DIR", Path(__file__).resolve().parents[2] / "shared/data/swebench"))
+SWEBENCH_DIR = Path(
+    os.environ.get("CASCADE_SWEBENCH_DIR", Path(__file__).resolve().parents[2] / "shared/data/swebench")
+)
 MIRROR_DIR = Path(os.environ.get("CASCADE_REPOS_DIR", "/work/.mirror"))
 
 

@@ -73,12 +73,16 @@ class _Stripped:
 def _strip_file(f: FilePatch) -> tuple[list[_Stripped], int]:
     """What is stripped from one file, and how many of its hunks remain as code changes."""
     if f.kind == FileKind.TEST:
-        return [_Stripped(f.path, i, "test file") for i in range(len(f.hunks))] or [_Stripped(f.path, 0, "test file")], 0
+        return [_Stripped(f.path, i, "test file") for i in range(len(f.hunks))] or [
+            _Stripped(f.path, 0, "test file")
+        ], 0
     if f.is_rename and not f.hunks:
         return [], 1  # a pure rename changes what importers see
     if not f.hunks:
         return [], 1  # added/removed empty file or mode change: still a change
-    stripped = [_Stripped(f.path, i, _why_cosmetic(f)) for i, h in enumerate(f.hunks) if hunk_is_cosmetic(h, f.is_python)]
+    stripped = [
+        _Stripped(f.path, i, _why_cosmetic(f)) for i, h in enumerate(f.hunks) if hunk_is_cosmetic(h, f.is_python)
+    ]
     return stripped, len(f.hunks) - len(stripped)
 
 

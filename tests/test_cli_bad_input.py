@@ -1,0 +1,154 @@
+"""Every bad input ends in one clear line on stderr and exit 3 — never a traceback (issue 2, point 7)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MakeRepo, diff_of, run_git
+
+BASE = {"pkg/__init__.py": "", "pkg/mod.py": "def f(x):\n    return x + 1\n"}
+
+
+def cascade(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "cascade", *args], cwd=cwd, input=stdin, capture_output=True, timeout=120
+    )
+
+
+def assert_bad_input(proc: subprocess.CompletedProcess[bytes], *needles: str) -> None:
+    err = proc.stderr.decode()
+    assert proc.returncode == 3, (proc.returncode, err, proc.stdout.decode())
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("cascade: error: ")
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture
+def repo(make_repo: MakeRepo) -> Path:
+    return make_repo(BASE)
+
+
+@pytest.fixture
+def good_patch(repo: Path) -> str:
+    return diff_of(repo, {"pkg/mod.py": BASE["pkg/mod.py"].replace("x + 1", "x + 2")})
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / name
+    if isinstance(data, str):
+        data = data.encode()
+    path.write_bytes(data)
+    return path
+
+
+def test_empty_file(repo: Path, tmp_path: Path) -> None:
+    assert_bad_input(cascade("review", str(write(tmp_path, "e.diff", "")), "--repo", str(repo), cwd=tmp_path), "empty")
+
+
+def test_binary_diff(repo: Path, tmp_path: Path) -> None:
+    text = (
+        "diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png and b/img.png differ\n"
+    )
+    proc = cascade("review", str(write(tmp_path, "b.diff", text)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "binary")
+
+
+def test_raw_binary_bytes(repo: Path, tmp_path: Path) -> None:
+    proc = cascade(
+        "review", str(write(tmp_path, "b.diff", b"\x89PNG\r\n\x1a\n\0\0\0")), "--repo", str(repo), cwd=tmp_path
+    )
+    assert_bad_input(proc, "binary")
+
+
+def test_malformed_diff(repo: Path, tmp_path: Path) -> None:
+    text = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,2 @@\n-def f(x):\n"  # hunk shorter than its header
+    proc = cascade("review", str(write(tmp_path, "m.diff", text)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "malformed")
+
+
+def test_not_a_diff_at_all(repo: Path, tmp_path: Path) -> None:
+    proc = cascade("review", str(write(tmp_path, "n.diff", "hello, world\n")), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "malformed")
+
+
+def test_patch_for_a_missing_file(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    text = good_patch.replace("pkg/mod.py", "pkg/gone.py")
+    proc = cascade("review", str(write(tmp_path, "g.diff", text)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "pkg/gone.py", "does not exist")
+
+
+def test_patch_that_does_not_apply(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    text = good_patch.replace("-    return x + 1", "-    return x * 7")
+    proc = cascade("review", str(write(tmp_path, "x.diff", text)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "does not apply")
+    assert not list(repo.glob("**/*.rej")) and not list(repo.glob("**/*.orig"))
+
+
+def test_not_a_git_repository(tmp_path: Path, good_patch: str) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = cascade("review", str(write(tmp_path, "p.diff", good_patch)), "--repo", str(plain), cwd=tmp_path)
+    assert_bad_input(proc, "not a git repository")
+
+
+def test_unknown_base_ref(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    patch = str(write(tmp_path, "p.diff", good_patch))
+    proc = cascade("review", patch, "--repo", str(repo), "--base", "no-such-branch", cwd=tmp_path)
+    assert_bad_input(proc, "unknown base ref", "no-such-branch")
+
+
+def test_patch_over_the_size_cap(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    config = write(tmp_path, "c.yaml", "limits:\n  max_patch_bytes: 50\n")
+    patch = str(write(tmp_path, "p.diff", good_patch))
+    proc = cascade("review", patch, "--repo", str(repo), "--config", str(config), cwd=tmp_path)
+    assert_bad_input(proc, "cap", "max_patch_bytes")
+
+
+def test_non_utf8_bytes(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    data = good_patch.replace("x + 2", "x + 2  # caf\udce9", 1).encode("utf-8", "surrogateescape")
+    proc = cascade("review", str(write(tmp_path, "u.diff", data)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "UTF-8")
+
+
+def test_unknown_config_key(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    config = write(tmp_path, "c.yaml", "stage1:\n  reject_rule: []\n")
+    patch = str(write(tmp_path, "p.diff", good_patch))
+    proc = cascade("review", patch, "--repo", str(repo), "--config", str(config), cwd=tmp_path)
+    assert_bad_input(proc, "unknown config key", "stage1.reject_rule")
+
+
+def test_missing_patch_file_and_usage_errors(repo: Path, tmp_path: Path) -> None:
+    assert_bad_input(cascade("review", "nope.diff", "--repo", str(repo), cwd=tmp_path), "not found")
+    assert_bad_input(cascade("review", "--no-such-option", cwd=tmp_path), "no-such-option")
+    assert_bad_input(cascade("review", "--repo", str(repo), cwd=tmp_path), "no patch given")
+
+
+def test_user_checkout_and_index_are_untouched(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    (repo / "pkg/mod.py").write_text("def f(x):\n    return x + 1  # local edit\n")
+    status_before = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True).stdout
+    patch = str(write(tmp_path, "p.diff", good_patch))
+    proc = cascade("review", patch, "--repo", str(repo), "--format", "json", cwd=tmp_path)
+    assert proc.returncode in (0, 1, 2), proc.stderr.decode()
+    status_after = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True).stdout
+    assert status_before == status_after
+    assert "local edit" in (repo / "pkg/mod.py").read_text()
+    worktrees = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True).stdout
+    assert len(worktrees.strip().splitlines()) == 1
+
+
+def test_stdin_and_git_range(repo: Path, tmp_path: Path, good_patch: str) -> None:
+    proc = cascade("review", "-", "--repo", str(repo), "--format", "json", cwd=tmp_path, stdin=good_patch.encode())
+    assert proc.returncode in (0, 1, 2), proc.stderr.decode()
+    (repo / "pkg/mod.py").write_text(BASE["pkg/mod.py"].replace("x + 1", "x + 3"))
+    run_git(repo, "commit", "-qam", "head")
+    proc = cascade("review", "--git", "HEAD~1..HEAD", "--repo", str(repo), "--format", "json", cwd=tmp_path)
+    assert proc.returncode in (0, 1, 2), proc.stderr.decode()
+    assert b'"no_change"' in proc.stdout
+    assert_bad_input(cascade("review", "--git", "HEAD..HEAD", "--repo", str(repo), cwd=tmp_path), "no changes")
