@@ -30,6 +30,10 @@ class Hunk(Frozen):
     target_length: int
     removed: list[str] = Field(default_factory=list, description="Removed lines, without the '-' marker.")
     added: list[str] = Field(default_factory=list, description="Added lines, without the '+' marker.")
+    before: list[str] = Field(
+        default_factory=list, description="The hunk's old side in order: context and removed lines."
+    )
+    after: list[str] = Field(default_factory=list, description="The hunk's new side in order: context and added lines.")
     changed_target_lines: list[int] = Field(
         default_factory=list, description="Line numbers in the patched file that the hunk adds."
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from posixpath import basename
 
-from unidiff.patch import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchedFile, PatchSet
 
 from cascade.config import NoChangeConfig
 from cascade.errors import BadInput
@@ -54,6 +54,8 @@ def _hunks(pf: PatchedFile) -> list[Hunk]:
                 target_length=h.target_length,
                 removed=[ln.value.rstrip("\n") for ln in h if ln.is_removed],
                 added=[ln.value.rstrip("\n") for ln in h if ln.is_added],
+                before=[ln.value.rstrip("\n") for ln in h if ln.is_context or ln.is_removed],
+                after=[ln.value.rstrip("\n") for ln in h if ln.is_context or ln.is_added],
                 changed_target_lines=[ln.target_line_no for ln in h if ln.is_added and ln.target_line_no],
             )
         )

@@ -67,3 +67,18 @@ def test_empty_patch_is_rejected_without_a_checkout() -> None:
     verdict = review(ReviewRequest(repo="/nonexistent", patch_text=""), stages=[NoChangeStage()], with_repo=False)
     assert verdict.decision == Decision.REJECT
     assert verdict.reason == "the patch is empty"
+
+
+def test_reordered_statements_are_a_change(make_repo: MakeRepo) -> None:
+    """sympy-15346's gold patch only moves one list item: removed == added, yet behaviour changes."""
+    src = "STEPS = [\n    a,\n    b,  # second\n    c,\n]\n"
+    repo = make_repo({"m.py": src})
+    patch = diff_of(repo, {"m.py": "STEPS = [\n    b,  # second\n    a,\n    c,\n]\n"})
+    assert _review(repo, patch).stages[0].outcome == Outcome.PASS
+
+
+def test_untracked_scratch_files_only_is_rejected(make_repo: MakeRepo) -> None:
+    repo = make_repo(BASE)
+    patch = diff_of(repo, {"test_reproduce.py": "\n", "pkg/notes.py": "# just a comment\n"})
+    verdict = _review(repo, patch)
+    assert verdict.decision == Decision.REJECT

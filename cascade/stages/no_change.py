@@ -53,11 +53,13 @@ def significant_tokens(lines: list[str]) -> list[Token] | None:
 
 def hunk_is_cosmetic(hunk: Hunk, is_python: bool) -> bool:
     """True when the hunk changes only whitespace (any file) or comments/layout (Python, token-level)."""
+    # Whole sides (context included, in order): comparing only removed vs added lines would call a reordering
+    # of statements cosmetic.
     if is_python:
-        before, after = significant_tokens(hunk.removed), significant_tokens(hunk.added)
+        before, after = significant_tokens(hunk.before), significant_tokens(hunk.after)
         return before is not None and after is not None and before == after
-    squash = "".join("".join(line.split()) for line in hunk.removed)
-    return squash == "".join("".join(line.split()) for line in hunk.added)
+    squash = "".join("".join(line.split()) for line in hunk.before)
+    return squash == "".join("".join(line.split()) for line in hunk.after)
 
 
 @dataclass
