@@ -132,6 +132,16 @@ def review(
     sys.exit(verdict.exit_code)
 
 
+@cli.command("config")
+@click.option("--config", "config_file", default=None, help="YAML config to validate and show merged with defaults.")
+def show_config(config_file: str | None) -> None:
+    """Validate a config and print it merged with the defaults (configs/default.yaml is this, for no file)."""
+    import yaml
+
+    config = load_config(config_file)
+    click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
+
+
 def main() -> None:
     """Entry point: map every failure to its documented exit code and one line on stderr."""
     try:

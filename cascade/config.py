@@ -21,7 +21,6 @@ DEFAULT_TEST_GLOBS = [
     "testing/**",
     "**/tests/**",
     "**/test/**",
-    "**/testing/**",
     "test_*.py",
     "**/test_*.py",
     "*_test.py",
