@@ -1,0 +1,1 @@
+"""The offline demo: see README.md beside this file."""
