@@ -75,7 +75,7 @@ def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, str]
 
 
 def _emit(verdict: Verdict, fmt: Format, output: str | None) -> None:
-    text = render(verdict, fmt)
+    text = render(verdict, fmt, color=False if output else None)  # no ANSI codes in a file
     if output:
         Path(output).write_text(text, encoding="utf-8")
         if fmt != "text":
@@ -103,6 +103,9 @@ def cli() -> None:
 @click.option("--config", "config_file", default=None, help="YAML config (see configs/default.yaml).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--output", default=None, help="Write the report here instead of stdout.")
+@click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
+@click.option("--llm-cassette", default=None, metavar="PATH", help="Record/replay LLM answers here (llm.cassette).")
+@click.option("--llm-mode", type=click.Choice(["off", "record", "replay"]), default=None, help="llm.cassette_mode.")
 def review(
     patch: str | None,
     repo: str,
@@ -113,11 +116,15 @@ def review(
     config_file: str | None,
     fmt: str,
     output: str | None,
+    model: str | None,
+    llm_cassette: str | None,
+    llm_mode: str | None,
 ) -> None:
     """Review PATCH (a unified diff file, or '-' for stdin) against --repo."""
+    from cascade.llm.overrides import with_llm_overrides
     from cascade.pipeline import review as run_review
 
-    config = load_config(config_file)
+    config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode)
     patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
     request = ReviewRequest(
         repo=repo,
@@ -140,6 +147,24 @@ def show_config(config_file: str | None) -> None:
 
     config = load_config(config_file)
     click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
+
+
+def _register_redteam() -> None:
+    from cascade.redteam.cli import redteam  # the red-team suite (issue 7); its heavy imports load only when run
+
+    cli.add_command(redteam)
+
+
+_register_redteam()
+
+
+def _register_bench() -> None:
+    from cascade.bench.cli import bench  # the benchmark (issue 3); numpy/matplotlib load only when it runs
+
+    cli.add_command(bench)
+
+
+_register_bench()
 
 
 def main() -> None:
