@@ -1,0 +1,612 @@
+"""The GitHub Action: its entry script run the way action.yml runs it, against a local server speaking the GitHub
+REST endpoints it uses, on real pull_request event payloads and a real git repository; plus lints of action.yml and
+of the README's workflow."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+
+from cascade.config import load_config
+from cascade.errors import BadInput
+from cascade.github_action import (
+    COMMENT_LIMIT,
+    MARKER,
+    IssueComment,
+    ReviewRun,
+    clip_utf8,
+    comment_body,
+    find_own_comment,
+    format_outputs,
+    gate_exit_code,
+    linked_issue_numbers,
+    next_page,
+    parse_formats,
+    read_inputs,
+    review_config,
+    review_env,
+)
+from cascade.models import Decision, Verdict
+from cascade.sandbox.process import is_secret_name
+from tests.conftest import run_git
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "github"
+TOKEN = "ghs_" + "5e3c7a" * 6  # looks like an Actions token; must never show up anywhere
+LLM_KEY = "sk-" + "9d41f0" * 8  # the LLM key the README says to pass in the step's env; never printed either
+OWNER_REPO = "acme/widgets"
+PR_NUMBER = 42
+
+BASE_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/stats.py": "def mean(values):\n    return sum(values) / len(values)\n",
+    "tests/test_stats.py": "from pkg.stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n",
+    # Stages 1 and 2 off: a real change then ends "uncertain" in a second, with no tools run.
+    "fast.yaml": "stage1:\n  enabled: false\nstage2:\n  enabled: false\n",
+}
+COSMETIC = "def mean(values):\n    # the arithmetic mean\n    return sum(values) / len(values)\n"
+REAL_FIX = (
+    "def mean(values):\n    if not values:\n        raise ValueError('mean of nothing')\n"
+    "    return sum(values) / len(values)\n"
+)
+UNDEFINED_NAME = "def mean(values):\n    return sum(values) / len(valuez)\n"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A local stand-in for the GitHub REST API
+
+
+@dataclass
+class FakeGitHub:
+    """Issue comments and issues of one repository, with the requests it received."""
+
+    read_only: bool = False
+    page_size: int = 2  # small, so listing has to follow the Link header
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, body)
+    next_id: int = 9000
+    url: str = ""
+
+    def writes(self) -> list[tuple[str, str, str]]:
+        return [r for r in self.requests if r[0] in {"POST", "PATCH"}]
+
+    def handle(self, method: str, target: str, body: str, auth: str | None) -> tuple[int, Any, dict[str, str]]:
+        self.requests.append((method, target, body))
+        if auth != f"Bearer {TOKEN}":
+            return 401, {"message": "Bad credentials"}, {}
+        path, query = urlsplit(target).path, parse_qs(urlsplit(target).query)
+        prefix = f"/repos/{OWNER_REPO}"
+        if method == "GET" and (m := re.fullmatch(rf"{prefix}/issues/(\d+)/comments", path)):
+            return self._list(int(m.group(1)), int(query.get("page", ["1"])[0]))
+        if method == "GET" and (m := re.fullmatch(rf"{prefix}/issues/(\d+)", path)):
+            issue = self.issues.get(int(m.group(1)))
+            return (200, issue, {}) if issue else (404, {"message": "Not Found"}, {})
+        if self.read_only and method in {"POST", "PATCH"}:
+            return 403, {"message": "Resource not accessible by integration"}, {}
+        if method == "POST" and (m := re.fullmatch(rf"{prefix}/issues/(\d+)/comments", path)):
+            return 201, self._create(int(m.group(1)), json.loads(body)["body"]), {}
+        if method == "PATCH" and (m := re.fullmatch(rf"{prefix}/issues/comments/(\d+)", path)):
+            return self._update(int(m.group(1)), json.loads(body)["body"])
+        return 404, {"message": "Not Found"}, {}
+
+    def _list(self, number: int, page: int) -> tuple[int, Any, dict[str, str]]:
+        mine = [c for c in self.comments if c["issue"] == number]
+        chunk = mine[(page - 1) * self.page_size : page * self.page_size]
+        headers = {}
+        if page * self.page_size < len(mine):
+            nxt = f"{self.url}/repos/{OWNER_REPO}/issues/{number}/comments?per_page=100&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next", <{nxt}>; rel="last"'
+        return 200, [self._public(c) for c in chunk], headers
+
+    def _create(self, number: int, body: str, login: str = "github-actions[bot]", kind: str = "Bot") -> dict[str, Any]:
+        self.next_id += 1
+        comment = {"id": self.next_id, "issue": number, "body": body, "user": {"login": login, "type": kind}}
+        self.comments.append(comment)
+        return self._public(comment)
+
+    def _update(self, comment_id: int, body: str) -> tuple[int, Any, dict[str, str]]:
+        for comment in self.comments:
+            if comment["id"] == comment_id:
+                comment["body"] = body
+                return 200, self._public(comment), {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _public(self, comment: dict[str, Any]) -> dict[str, Any]:
+        html_url = f"https://github.com/{OWNER_REPO}/pull/{comment['issue']}#issuecomment-{comment['id']}"
+        return {**{k: v for k, v in comment.items() if k != "issue"}, "html_url": html_url, "node_id": "IC_x"}
+
+    def seed(self, body: str, login: str, kind: str = "User") -> None:
+        self._create(PR_NUMBER, body, login, kind)
+
+    def gate_comments(self) -> list[dict[str, Any]]:
+        return [c for c in self.comments if MARKER in c["body"] and c["user"]["type"] == "Bot"]
+
+
+def serve(fake: FakeGitHub) -> Iterator[FakeGitHub]:
+    class Handler(BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else ""
+            status, payload, headers = fake.handle(self.command, self.path, body, self.headers.get("Authorization"))
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _any
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(issues={7: {"number": 7, "title": "mean() of [] crashes", "body": "ZeroDivisionError on []"}})
+    fake.seed("LGTM, but please add a test", "maintainer")
+    fake.seed(f"quoting the bot: {MARKER} accept!", "outside-dev")  # a person's comment with the marker
+    fake.seed("ping", "maintainer")
+    yield from serve(fake)
+
+
+@pytest.fixture
+def read_only_github() -> Iterator[FakeGitHub]:
+    yield from serve(FakeGitHub(read_only=True))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Running the entry script as the action does
+
+
+@dataclass
+class ActionRun:
+    code: int
+    stdout: str
+    stderr: str
+    summary: str
+    outputs: dict[str, str]
+    out_dir: Path
+
+    def everything(self) -> str:
+        return "\n".join([self.stdout, self.stderr, self.summary, json.dumps(self.outputs)])
+
+
+def parse_output_file(text: str) -> dict[str, str]:
+    """$GITHUB_OUTPUT as the runner reads it: `name=value` lines and `name<<DELIM` blocks."""
+    values: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            block: list[str] = []
+            for inner in lines:
+                if inner == delimiter:
+                    break
+                block.append(inner)
+            values[name] = "\n".join(block)
+        else:
+            name, _, value = line.partition("=")
+            values[name] = value
+    return values
+
+
+@pytest.fixture
+def pr_repo(make_repo: Any) -> dict[str, Any]:
+    """A repository with the base commit and three candidate heads on branches."""
+    repo: Path = make_repo(BASE_FILES)
+    shas = {"base": run_git(repo, "rev-parse", "HEAD").strip()}
+    for name, text in [("cosmetic", COSMETIC), ("fix", REAL_FIX), ("undefined", UNDEFINED_NAME)]:
+        run_git(repo, "checkout", "-q", "-b", name, shas["base"])
+        (repo / "pkg/stats.py").write_text(text)
+        run_git(repo, "commit", "-qam", name)
+        shas[name] = run_git(repo, "rev-parse", "HEAD").strip()
+    run_git(repo, "checkout", "-q", "main")
+    return {"path": repo, **shas}
+
+
+def run_action(
+    tmp_path: Path,
+    server: FakeGitHub,
+    repo: dict[str, Any],
+    fixture: str,
+    head: str,
+    *,
+    base: str | None = None,
+    event_name: str = "pull_request",
+    cwd: Path | None = None,
+    **inputs: str,
+) -> ActionRun:
+    event = json.loads((FIXTURES / f"{fixture}.json").read_text())
+    event["pull_request"]["base"]["sha"] = base or repo["base"]
+    event["pull_request"]["head"]["sha"] = repo[head]
+    run_dir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
+    runner_temp = run_dir / "runner"
+    runner_temp.mkdir(parents=True)
+    (run_dir / "event.json").write_text(json.dumps(event))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "RUNNER_"))}
+    env |= {
+        "GITHUB_EVENT_NAME": event_name,
+        "GITHUB_EVENT_PATH": str(run_dir / "event.json"),
+        "GITHUB_API_URL": server.url,
+        "GITHUB_WORKSPACE": str(repo["path"]),
+        "GITHUB_STEP_SUMMARY": str(run_dir / "summary.md"),
+        "GITHUB_OUTPUT": str(run_dir / "output.txt"),
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": OWNER_REPO,
+        "GITHUB_RUN_ID": "1234",
+        "RUNNER_TEMP": str(runner_temp),
+        "INPUT_GITHUB_TOKEN": TOKEN,
+        "CASCADE_LLM_API_KEY": LLM_KEY,
+        "INPUT_CONFIG": "fast.yaml",
+        "INPUT_FAIL_ON": "reject",
+        "INPUT_COMMENT": "true",
+        "INPUT_FORMAT": "markdown",
+    }
+    env |= {f"INPUT_{name.upper()}": value for name, value in inputs.items()}
+    (run_dir / "summary.md").touch()
+    (run_dir / "output.txt").touch()
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "cascade.github_action"],  # action.yml's command, from the runner's temp dir
+        cwd=cwd or runner_temp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return ActionRun(
+        code=done.returncode,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        summary=(run_dir / "summary.md").read_text(),
+        outputs=parse_output_file((run_dir / "output.txt").read_text()),
+        out_dir=runner_temp / "cascade-1234-1",
+    )
+
+
+def assert_no_token(run: ActionRun, server: FakeGitHub) -> None:
+    for secret in (TOKEN, LLM_KEY):
+        assert secret not in run.everything()
+        assert all(secret not in c["body"] for c in server.comments)
+        assert all(secret not in body for _, _, body in server.requests)
+        for path in run.out_dir.rglob("*"):
+            if path.is_file():
+                assert secret not in path.read_text(errors="replace"), path
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The action end to end
+
+
+def test_opened_creates_the_comment_and_synchronize_edits_it(
+    tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
+) -> None:
+    first = run_action(tmp_path, github, pr_repo, "pull_request_opened", "cosmetic")
+    assert first.code == 1, first.stdout + first.stderr  # Stage 0 rejects a comment-only change; fail-on reject
+    assert first.outputs["decision"] == "reject"
+    assert first.outputs["stage"] == "no_change"
+    report = Path(first.outputs["report-path"])
+    assert Verdict.model_validate_json(report.read_text()).decision == Decision.REJECT
+    assert Path(first.outputs["markdown-path"]).read_text().startswith("<!-- cascade-report -->")
+    created = github.gate_comments()
+    assert len(created) == 1
+    assert "**reject**" in created[0]["body"] and created[0]["body"].rstrip().endswith(MARKER)
+    assert set(first.outputs) <= set(yaml.safe_load((ROOT / "action.yml").read_text())["outputs"])
+    assert first.outputs["comment-url"].endswith(f"#issuecomment-{created[0]['id']}")
+    assert "**reject**" in first.summary
+    # The person's comment carrying the marker was neither edited nor taken for the gate's own.
+    assert github.comments[1]["body"] == f"quoting the bot: {MARKER} accept!"
+    # The task text: PR title and body plus linked issue #7; #99 does not exist and is noted, not fatal.
+    task = (first.out_dir / "task.md").read_text()
+    assert "Fix mean() of an empty list" in task and "ZeroDivisionError on []" in task
+    assert "linked issue #99 could not be fetched (HTTP 404: Not Found)" in first.summary
+    assert ("GET", f"/repos/{OWNER_REPO}/issues/99", "") in github.requests
+
+    second = run_action(tmp_path, github, pr_repo, "pull_request_synchronize", "fix")
+    assert second.code == 0, second.stdout + second.stderr  # uncertain does not fail under fail-on reject
+    assert second.outputs["decision"] == "uncertain"
+    assert second.outputs["stage"] == ""
+    edited = github.gate_comments()
+    assert [c["id"] for c in edited] == [created[0]["id"]], "one comment in total, edited in place"
+    assert "**uncertain**" in edited[0]["body"] and "**reject**" not in edited[0]["body"]
+    assert pr_repo["fix"][:12] in edited[0]["body"]
+    assert [r[0] for r in github.writes()] == ["POST", "PATCH"]
+    # Listing followed the Link header past the first page of two comments.
+    assert any("page=2" in r[1] for r in github.requests)
+    for run in (first, second):
+        assert_no_token(run, github)
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "head", "code"),
+    [("uncertain", "fix", 2), ("never", "cosmetic", 0)],  # the whole table: test_fail_on_table
+)
+def test_exit_status_follows_fail_on(
+    tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any], fail_on: str, head: str, code: int
+) -> None:
+    run = run_action(tmp_path, github, pr_repo, "pull_request_opened", head, fail_on=fail_on, comment="false")
+    assert run.code == code, run.stdout + run.stderr
+    assert run.outputs["decision"] in {"reject", "uncertain"}
+    assert Path(run.outputs["report-path"]).is_file()
+    assert github.writes() == [], "comment: false writes nothing"
+    assert "PR comment turned off" in run.summary
+    if code:
+        assert re.search(rf"^::error title=cascade gate::{run.outputs['decision']}: ", run.stdout, re.M)
+
+
+def test_fork_pr_writes_nothing_and_reports_in_the_summary(
+    tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
+) -> None:
+    # The fork ships its own `cascade` package; run from the checkout, `-I` still keeps it off sys.path.
+    hostile = pr_repo["path"] / "cascade"
+    hostile.mkdir()
+    (hostile / "__init__.py").write_text("raise SystemExit(97)\n")
+    run = run_action(tmp_path, github, pr_repo, "pull_request_fork", "cosmetic", cwd=pr_repo["path"])
+    assert run.code == 1, run.stdout + run.stderr  # the gate ran, and still gates per fail-on
+    assert github.writes() == []
+    assert "fork PR: the token is read-only" in run.summary and "**reject**" in run.summary
+    assert "::notice title=cascade gate::fork PR" in run.stdout
+    assert run.outputs["decision"] == "reject" and run.outputs["comment-url"] == ""
+    assert_no_token(run, github)
+
+
+def test_read_only_token_falls_back_without_failing(
+    tmp_path: Path, read_only_github: FakeGitHub, pr_repo: dict[str, Any]
+) -> None:
+    run = run_action(tmp_path, read_only_github, pr_repo, "pull_request_opened", "fix", fail_on="reject")
+    assert run.code == 0, run.stdout + run.stderr
+    assert [r[0] for r in read_only_github.writes()] == ["POST"]  # tried once, no retry storm
+    assert "could not write the PR comment (HTTP 403: Resource not accessible by integration)" in run.summary
+    assert re.search(r"^::warning title=cascade gate::could not write the PR comment", run.stdout, re.M)
+    assert run.outputs["decision"] == "uncertain"
+    assert_no_token(run, read_only_github)
+
+
+def test_static_findings_become_annotations_and_sarif(
+    tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
+) -> None:
+    run = run_action(
+        tmp_path, github, pr_repo, "pull_request_opened", "undefined", config="", format="sarif", comment="false"
+    )
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.outputs["decision"] == "reject" and run.outputs["stage"] == "static"
+    annotations = re.findall(r"^::error file=pkg/stats.py,line=2,.*$", run.stdout, re.M)
+    assert annotations and any("valuez" in a for a in annotations)
+    sarif = json.loads(Path(run.outputs["sarif-path"]).read_text())
+    assert sarif["version"] == "2.1.0"
+    assert any(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/stats.py"
+        for r in sarif["runs"][0]["results"]
+    )
+    # Only workflow commands reach stdout from the renderer: no stray line that a runner could misread.
+    assert all(line.startswith(("::", "cascade gate: ")) for line in run.stdout.splitlines())
+
+
+def test_a_review_that_cannot_run_fails_even_with_fail_on_never(
+    tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
+) -> None:
+    github.seed(f"## ✅ cascade: **accept**\n{MARKER}", "github-actions[bot]", "Bot")  # an earlier run's comment
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    run = run_action(
+        tmp_path, github, pr_repo, "pull_request_synchronize", "fix", base=missing, fail_on="never", config=""
+    )
+    assert run.code == 3, run.stdout + run.stderr
+    assert run.outputs["decision"] == "error" and run.outputs["report-path"] == ""
+    errors = re.findall(r"^::error title=cascade gate::cascade could not run \(exit 3\): .*$", run.stdout, re.M)
+    assert len(errors) == 1
+    assert "could not run" in run.summary and "fetch-depth: 0" in run.summary
+    # The stale verdict of the earlier run is replaced, not left standing on the PR.
+    (comment,) = github.gate_comments()
+    assert "could not run" in comment["body"] and "**accept**" not in comment["body"]
+    assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_other_events_are_bad_input(tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]) -> None:
+    run = run_action(tmp_path, github, pr_repo, "pull_request_opened", "fix", event_name="push")
+    assert run.code == 3
+    assert (
+        run.stdout.strip() == "::error title=cascade gate::cascade gates pull requests: run it on 'pull_request', "
+        "not 'push'"
+    )
+    assert github.requests == []
+
+
+def test_bad_input_value_is_one_line(tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]) -> None:
+    run = run_action(tmp_path, github, pr_repo, "pull_request_opened", "fix", fail_on="sometimes")
+    assert run.code == 3
+    assert run.stdout.splitlines() == [
+        "::error title=cascade gate::input 'fail-on' must be reject, uncertain or never, got 'sometimes'"
+    ]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Pieces, in process
+
+
+def test_linked_issues_use_githubs_closing_keywords() -> None:
+    text = "Fixes #12, closes: #3 and Resolved #12. See #5; fixed #42 (this PR); refixes #8"
+    assert linked_issue_numbers(text, own_number=42) == [12, 3]
+
+
+def test_next_page_reads_the_link_header() -> None:
+    link = '<https://api.github.com/x?page=3>; rel="next", <https://api.github.com/x?page=9>; rel="last"'
+    assert next_page(link) == "https://api.github.com/x?page=3"
+    assert next_page('<https://api.github.com/x?page=1>; rel="prev"') is None
+    assert next_page("") is None
+
+
+def test_outputs_with_line_breaks_use_the_delimiter_form() -> None:
+    text = format_outputs({"decision": "reject", "note": "two\nlines"})
+    assert parse_output_file(text) == {"decision": "reject", "note": "two\nlines"}
+    assert text.startswith("decision=reject\nnote<<ghadelimiter_")
+
+
+def test_summary_and_comment_stay_under_githubs_limits() -> None:
+    note = "\n> truncated\n"
+    clipped = clip_utf8("é" * 600_000, 1024 * 1024 - 1024, note)  # 1.2 MB of two-byte characters
+    assert len(clipped.encode()) <= 1024 * 1024 - 1024 and clipped.endswith(note)
+    body = comment_body("x" * 100_000, "a" * 40, "https://github.com/o/r/actions/runs/1")
+    assert len(body) < COMMENT_LIMIT and body.rstrip().endswith(MARKER) and "Comment truncated" in body
+
+
+def test_only_a_bots_marked_comment_is_the_gates() -> None:
+    person = IssueComment.model_validate({"id": 1, "body": MARKER, "user": {"login": "p", "type": "User"}})
+    bot = IssueComment.model_validate({"id": 2, "body": f"x\n{MARKER}", "user": {"login": "b[bot]", "type": "Bot"}})
+    assert find_own_comment([person, bot]) == bot
+    assert find_own_comment([person]) is None
+
+
+def test_fail_on_table() -> None:
+    def verdict(decision: Decision) -> ReviewRun:
+        return ReviewRun(exit_code=0, verdict=Verdict(decision=decision, reason="r"), report_path=Path("r.json"))
+
+    table = {(d, f): gate_exit_code(verdict(d), f) for d in Decision for f in ("reject", "uncertain", "never")}
+    assert table == {
+        (Decision.ACCEPT, "reject"): 0, (Decision.ACCEPT, "uncertain"): 0, (Decision.ACCEPT, "never"): 0,
+        (Decision.REJECT, "reject"): 1, (Decision.REJECT, "uncertain"): 1, (Decision.REJECT, "never"): 0,
+        (Decision.UNCERTAIN, "reject"): 0, (Decision.UNCERTAIN, "uncertain"): 2, (Decision.UNCERTAIN, "never"): 0,
+    }  # fmt: skip
+    could_not_run = ReviewRun(exit_code=4, message="boom", report_path=Path("r.json"))
+    assert {gate_exit_code(could_not_run, f) for f in ("reject", "uncertain", "never")} == {4}
+
+
+def test_config_comes_from_the_base_commit_with_the_model_merged_in(tmp_path: Path, make_repo: Any) -> None:
+    repo: Path = make_repo({"gate.yaml": "llm:\n  max_calls: 7\nstage2:\n  enabled: false\n"})
+    base = run_git(repo, "rev-parse", "HEAD").strip()
+    (repo / "gate.yaml").write_text("stage1:\n  enabled: false\n")  # the PR loosens its own gate
+    run_git(repo, "commit", "-qam", "PR edits the config")
+    env = {
+        "GITHUB_EVENT_PATH": "event.json",
+        "GITHUB_WORKSPACE": str(repo),
+        "RUNNER_TEMP": str(tmp_path),
+        "INPUT_CONFIG": "./gate.yaml",
+        "INPUT_MODEL": "openai/gpt-4o-mini",
+    }
+    inputs = read_inputs(env)
+    inputs.out_dir.mkdir()
+    merged = review_config(inputs, base, {"CASCADE_LLM_API_KEY": LLM_KEY})
+    assert merged is not None
+    config = load_config(merged)
+    assert (config.llm.model, config.llm.max_calls) == ("openai/gpt-4o-mini", 7)
+    assert config.llm.api_key_env == "CASCADE_LLM_API_KEY" and LLM_KEY not in merged.read_text()
+    assert (config.stage1.enabled, config.stage2.enabled) == (True, False), "the base commit's config, not the PR's"
+    with pytest.raises(BadInput, match="not in the base commit"):
+        review_config(read_inputs({**env, "INPUT_CONFIG": "new.yaml"}), base, {})
+    assert review_config(read_inputs({**env, "INPUT_CONFIG": "", "INPUT_MODEL": ""}), base, {}) is None
+
+
+def test_the_review_gets_the_llm_key_but_not_the_github_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INPUT_GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", TOKEN)
+    monkeypatch.setenv("CASCADE_LLM_API_KEY", LLM_KEY)
+    env = review_env()
+    assert env["CASCADE_LLM_API_KEY"] == LLM_KEY and TOKEN not in env.values()
+    # ...and the sandbox that runs PR code drops the key variables the README names.
+    assert all(is_secret_name(name) for name in ("CASCADE_LLM_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN"))
+
+
+def test_input_values_are_checked() -> None:
+    env = {"GITHUB_EVENT_PATH": "e.json", "INPUT_COMMENT": "maybe"}
+    with pytest.raises(BadInput, match="'comment' must be true or false"):
+        read_inputs(env)
+    assert parse_formats("sarif, markdown json") == ["sarif", "markdown"]
+    with pytest.raises(BadInput, match="'html'"):
+        parse_formats("html")
+    assert "5e3c7a" not in repr(read_inputs({"GITHUB_EVENT_PATH": "e", "INPUT_GITHUB_TOKEN": TOKEN}))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Lints: action.yml and the README's workflow
+
+
+def check_jsonschema(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_action_yml_matches_the_actions_schema() -> None:
+    done = check_jsonschema("vendor.github-actions", ROOT / "action.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_action_yml_inputs_are_declared_and_steps_have_a_shell() -> None:
+    text = (ROOT / "action.yml").read_text()
+    action = yaml.safe_load(text)
+    used = set(re.findall(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}", text))
+    assert used and used <= set(action["inputs"]), used - set(action["inputs"])
+    assert set(action["inputs"]) - {"python"} <= used, "every declared input is passed on"
+    steps = action["runs"]["steps"]
+    assert action["runs"]["using"] == "composite"
+    for step in steps:
+        if "run" in step:
+            assert step.get("shell") == "bash", step["name"]
+            assert "${{" not in step["run"], f"{step['name']}: expressions go through env, not into the script"
+    assert any(
+        "python -I -m cascade.github_action" in s.get("run", "").replace('/bin/python"', " python") for s in steps
+    )
+    gate = next(s for s in steps if s.get("id") == "gate")
+    for name in ("decision", "stage", "report-path", "sarif-path", "markdown-path", "text-path", "comment-url"):
+        assert action["outputs"][name]["value"] == f"${{{{ steps.gate.outputs.{name} }}}}"
+    assert gate["env"]["INPUT_GITHUB_TOKEN"] == "${{ inputs.github-token }}"
+    assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
+
+
+def readme_workflow() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Gate agent pull requests (GitHub Action)", 1)[1]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match, "the README section has a yaml workflow"
+    return match.group(1)
+
+
+def test_readme_workflow_matches_the_workflow_schema(tmp_path: Path) -> None:
+    workflow = tmp_path / ".github" / "workflows" / "cascade.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(readme_workflow())
+    done = check_jsonschema("vendor.github-workflows", workflow)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_readme_workflow_is_the_safe_one() -> None:
+    text = readme_workflow()
+    workflow = yaml.safe_load(text)
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
+    assert list(triggers) == ["pull_request"] and "pull_request_target" not in text
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    (job,) = workflow["jobs"].values()
+    assert "github.event.pull_request.user.type == 'Bot'" in job["if"] and "labels" in job["if"]
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0 and checkout["with"]["persist-credentials"] is False
+    gate = next(s for s in job["steps"] if s.get("id") == "cascade")
+    action_inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+    assert set(gate.get("with", {})) <= set(action_inputs)
