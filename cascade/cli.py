@@ -149,15 +149,6 @@ def show_config(config_file: str | None) -> None:
     click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
 
 
-def _register_redteam() -> None:
-    from cascade.redteam.cli import redteam  # the red-team suite (issue 7); its heavy imports load only when run
-
-    cli.add_command(redteam)
-
-
-_register_redteam()
-
-
 def _register_bench() -> None:
     from cascade.bench.cli import bench  # the benchmark (issue 3); numpy/matplotlib load only when it runs
 

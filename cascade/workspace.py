@@ -55,8 +55,9 @@ class Workspace:
         self.repo = resolve_repo(repo)
         self.base_commit = resolve_commit(self.repo, base_ref)
         self._tmp = Path(tempfile.mkdtemp(prefix="cascade-"))
-        self.base_dir = self._tmp / "base"
-        self.patched_dir = self._tmp / "patched"
+        # git names a worktree's admin dir after its basename: unique names keep concurrent reviews of one repo apart
+        self.base_dir = self._tmp / f"base-{self._tmp.name}"
+        self.patched_dir = self._tmp / f"patched-{self._tmp.name}"
         self.apply_method: str | None = None
         self._worktrees: list[Path] = []
 

@@ -36,6 +36,12 @@ class SideEffect(BaseModel):
     target: str
     detail: str = ""
     source: str = Field(description="Which oracle saw it: home_diff, tmp_diff, audit_hook, docker_diff, trace_scan.")
+    benign: bool = Field(
+        default=False,
+        description="True for what a normal test run does in its private scratch space (files in the private /tmp "
+        "or ~/.cache, a plain subprocess, a loopback connect inside the sandbox's own network namespace): "
+        "recorded as context, never a reason to reject.",
+    )
 
 
 class RunResult(BaseModel):
@@ -49,6 +55,14 @@ class RunResult(BaseModel):
     stderr: str = ""
     seconds: float = 0.0
     side_effects: list[SideEffect] = Field(default_factory=list)
+    dropped_env: list[str] = Field(
+        default_factory=list, description="Names of requested variables withheld because they look like secrets."
+    )
+
+    @property
+    def harmful_side_effects(self) -> list[SideEffect]:
+        """The effects that are a reason to reject: everything not marked benign."""
+        return [effect for effect in self.side_effects if not effect.benign]
 
 
 @runtime_checkable

@@ -5,6 +5,8 @@ from __future__ import annotations
 from cascade.config import CascadeConfig
 from cascade.stages.base import Stage
 from cascade.stages.no_change import NoChangeStage
+from cascade.stages.probes import ProbesStage
+from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
 
 
@@ -13,6 +15,10 @@ def default_stages(config: CascadeConfig) -> list[Stage]:
     stages: list[Stage] = [NoChangeStage()]
     if config.stage1.enabled:
         stages.append(StaticStage())
+    if config.stage2.enabled:
+        stages.append(ProbesStage())
+    if config.reviewer.enabled:
+        stages.append(ReviewerStage())  # last: skipped (and says so) when no llm.model is configured
     return stages
 
 

@@ -1,9 +1,47 @@
-"""Stage 1 — patch-caused static errors (being written)."""
+"""Stage 1 — patch-caused static errors (design §3).
+
+ruff (``F``, ``E9``) and pyright run, each once per tree, over the changed Python files and their in-repo
+dependents, in the base and the patched worktree (concurrently). Diagnostics are fingerprinted without line
+numbers and compared as multisets; what only the patched tree has is patch-caused. Only rule classes in
+``stage1.reject_rules`` reject (see ``cascade.static.rules`` for the classes and the in-repo qualifiers); every
+other patch-caused diagnostic is reported as grounded evidence for later stages. A missing, crashing or
+timed-out tool yields ``unavailable`` evidence and never a reject.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cascade.config import StaticConfig
 from cascade.context import ReviewContext
-from cascade.models import Outcome, StageResult
+from cascade.models import Diagnostic, Evidence, EvidenceKind, Outcome, StageResult
+from cascade.static.cache import cache_key, load_runs, store_runs
+from cascade.static.dependents import Targets, find_targets
+from cascade.static.fingerprint import fingerprint_all, new_diagnostics
+from cascade.static.pyright import run_pyright
+from cascade.static.ruff import run_ruff
+from cascade.static.rules import RepoLayout, rule_class
+from cascade.static.sources import forget_sources
+from cascade.static.toolrun import ToolRun
+
+MAX_LISTED = 200  # diagnostics listed per evidence item; counts always cover all
+
+
+def python_version(cfg: StaticConfig) -> str:
+    return cfg.python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def run_tools(tree: Path, files: list[str], cfg: StaticConfig) -> list[ToolRun]:
+    """ruff then pyright over one tree."""
+    version = python_version(cfg)
+    ruff_target = "py" + version.replace(".", "")
+    return [
+        run_ruff(tree, files, cfg.ruff_select, ruff_target, cfg.timeout_seconds),
+        run_pyright(tree, files, version, cfg.timeout_seconds),
+    ]
 
 
 class StaticStage:
@@ -11,4 +49,125 @@ class StaticStage:
     title = "Stage 1 — patch-caused static errors"
 
     def run(self, ctx: ReviewContext) -> StageResult:
-        return StageResult(stage=self.name, outcome=Outcome.SKIPPED, reason="not yet built")
+        reason = ctx.unavailable_reason()
+        if reason is not None or ctx.workspace is None:
+            evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason or "no checkout")
+            return StageResult(stage=self.name, outcome=Outcome.SKIPPED, reason=reason or "", evidence=[evidence])
+        cfg = ctx.config.stage1
+        base, patched = ctx.workspace.base_dir, ctx.workspace.patched_dir
+        targets = find_targets(ctx.patch, base, patched, cfg.max_dependents, ctx.config.stage0, cfg.timeout_seconds)
+        if not targets.changed:
+            summary = "no Python file changed: nothing for ruff or pyright to check"
+            evidence = Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary)
+            return StageResult(stage=self.name, outcome=Outcome.PASS, reason=summary, evidence=[evidence])
+        forget_sources()
+        cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
+        key = cache_key(ctx.workspace.base_commit, targets.base_files, cfg, python_version(cfg))
+        cached = load_runs(cache_dir, key, base) if cache_dir else None
+        with ThreadPoolExecutor(max_workers=2 if cfg.parallel_trees else 1) as pool:
+            base_job = None if cached else pool.submit(run_tools, base, targets.base_files, cfg)
+            patched_job = pool.submit(run_tools, patched, targets.patched_files, cfg)
+            base_runs = cached or (base_job.result() if base_job else [])
+            patched_runs = patched_job.result()
+        if cache_dir and not cached:
+            store_runs(cache_dir, key, base_runs)
+        layout = RepoLayout(patched)
+        return judge(targets, base_runs, patched_runs, layout, cfg, self.name, base_cached=cached is not None)
+
+
+def judge(
+    targets: Targets,
+    base_runs: list[ToolRun],
+    patched_runs: list[ToolRun],
+    layout: RepoLayout,
+    cfg: StaticConfig,
+    stage: str,
+    *,
+    base_cached: bool = False,
+) -> StageResult:
+    """Compare the trees tool by tool and decide."""
+    evidence: list[Evidence] = [_targets_evidence(targets, base_runs + patched_runs, base_cached)]
+    new: list[Diagnostic] = []
+    commands: dict[str, list[str]] = {}
+    for base_run, patched_run in zip(base_runs, patched_runs, strict=True):
+        if not (base_run.ok and patched_run.ok):
+            evidence.append(_unavailable(base_run, patched_run))
+            continue
+        before = fingerprint_all(base_run.diagnostics, targets.renamed)
+        after = fingerprint_all(patched_run.diagnostics, targets.renamed)
+        new += new_diagnostics(before, after)
+        commands[patched_run.tool] = [base_run.command(), patched_run.command()]
+    classes = {d.fingerprint: rule_class(d, layout) for d in new}
+    rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules)]
+    others = [d for d in new if classes[d.fingerprint] not in set(cfg.reject_rules)]
+    configs = {r.tool: r.config for r in patched_runs if r.config}
+    if others:
+        evidence.append(_diagnostics_evidence(others, classes, commands, configs, rejecting=False))
+    if rejecting:
+        evidence.insert(0, _diagnostics_evidence(rejecting, classes, commands, configs, rejecting=True))
+        return StageResult(stage=stage, outcome=Outcome.REJECT, reason=evidence[0].summary, evidence=evidence)
+    ran = [r.tool for r in patched_runs if r.ok]
+    summary = f"no patch-caused error in a reject class ({len(new)} new diagnostic(s) in other classes)"
+    if not ran:
+        summary = "no static tool could run"
+    return StageResult(stage=stage, outcome=Outcome.PASS, reason=summary, evidence=evidence)
+
+
+def _targets_evidence(targets: Targets, runs: list[ToolRun], base_cached: bool) -> Evidence:
+    summary = f"checked {len(targets.changed)} changed file(s) and {len(targets.dependents)} dependent(s)"
+    details = {
+        "changed": targets.changed,
+        "dependents": targets.dependents,
+        "names": targets.names,
+        "renamed": targets.renamed,
+        "tool_seconds": [{"tool": r.tool, "tree": r.tree, "seconds": r.seconds} for r in runs],
+        "base_from_cache": base_cached,
+    }
+    return Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary, details=details)
+
+
+def _unavailable(base_run: ToolRun, patched_run: ToolRun) -> Evidence:
+    error = base_run.error or patched_run.error or "unknown failure"
+    commands = [r.command() for r in (base_run, patched_run) if r.argv]
+    return Evidence(
+        kind=EvidenceKind.UNAVAILABLE,
+        grounded=False,
+        summary=f"{base_run.tool} unavailable: {error}",
+        details={"tool": base_run.tool, "base_error": base_run.error, "patched_error": patched_run.error},
+        commands=commands,
+    )
+
+
+def _diagnostics_evidence(
+    diagnostics: list[Diagnostic],
+    classes: dict[str, str],
+    commands: dict[str, list[str]],
+    configs: dict[str, dict[str, object]],
+    *,
+    rejecting: bool,
+) -> Evidence:
+    counts = Counter(classes[d.fingerprint] for d in diagnostics)
+    listed = ", ".join(f"{cls} ×{n}" for cls, n in counts.most_common())
+    if rejecting:
+        first = diagnostics[0]
+        summary = (
+            f"{len(diagnostics)} patch-caused error(s) in reject classes ({listed}); "
+            f"first: {first.path}:{first.line}: {first.message.splitlines()[0]}"
+        )
+    else:
+        summary = f"{len(diagnostics)} patch-caused diagnostic(s) outside the reject allow-list ({listed})"
+    tools = sorted({d.tool for d in diagnostics})
+    return Evidence(
+        kind=EvidenceKind.STATIC,
+        grounded=True,
+        summary=summary,
+        diagnostics=diagnostics[:MAX_LISTED],
+        commands=[c for t in tools for c in commands.get(t, [])],
+        details={
+            "counts_by_class": dict(counts),
+            "class_of": {d.fingerprint: classes[d.fingerprint] for d in diagnostics[:MAX_LISTED]},
+            "total": len(diagnostics),
+            "tool_configs": {t: configs[t] for t in tools if t in configs},
+            "rejecting": rejecting,
+        },
+    )

@@ -1,0 +1,350 @@
+"""Stage 2 on the SWE-bench dev split (issue 4, "Measure and report" (a)–(c)).
+
+(a) ``fidelity`` — environment fidelity: for each Lite task row of a fetchable repository, the official FAIL_TO_PASS
+    tests run in the sandbox on base + test_patch (they should fail) and on base + test_patch + gold patch (they
+    should pass); agreement per repository.
+(b)/(c) ``gate`` — Stage 2 alone (``ProbesStage``) on CodeR predictions with their trajectories (mined probes;
+    rejections of defects), on gold patches and on officially resolved submissions (rejections: target zero).
+
+    python benchmarks/stage2_fidelity.py fidelity --repo sympy/sympy --out benchmarks/results/stage2_fidelity.jsonl
+    python benchmarks/stage2_fidelity.py gate --set gold --repo sympy/sympy --shard 0/2 --out ….jsonl
+    python benchmarks/stage2_fidelity.py report --results benchmarks/results
+
+Needs Python 3.9 for the old repositories (scripts/install-python39.sh) and the fetched mirrors (/work/.mirror).
+Each command appends one JSON line per item and skips items already in its output, so runs can be resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cascade.config import parse_config
+from cascade.errors import CascadeError
+from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_environment, spec_for_repo
+from cascade.execution.runner import run_pytest
+from cascade.models import EvidenceKind, ReviewRequest
+from cascade.patch import parse_patch
+from cascade.pipeline import review
+from cascade.sandbox.select import get_sandbox
+from cascade.stages.probes import ProbesStage
+from cascade.trace import load_trace
+from cascade.workspace import apply_patch, git
+
+DATA = Path("/work/shared/data/swebench")
+MIRRORS = Path("/work/.mirror")
+FETCHABLE = {
+    "sympy/sympy", "pytest-dev/pytest", "psf/requests", "sphinx-doc/sphinx", "pylint-dev/pylint",
+    "pallets/flask", "pydata/xarray", "mwaskom/seaborn", "astropy/astropy",
+}  # fmt: skip
+
+
+def mirror_of(repo: str) -> Path:
+    return MIRRORS / repo.replace("/", "+") / "repo"
+
+
+def load_rows(data: Path, repos: set[str]) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (data / "lite.tasks.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["repo"] in repos and r["repo"] in FETCHABLE]
+
+
+def done_keys(out: Path) -> set[str]:
+    if not out.is_file():
+        return set()
+    return {json.loads(line)["key"] for line in out.read_text().splitlines() if line.strip()}
+
+
+def append(out: Path, record: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def shard_of(items: list[Any], shard: str) -> list[Any]:
+    index, total = (int(x) for x in shard.split("/"))
+    return items[index::total]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# (a) environment fidelity
+
+
+class Checkout:
+    """A detached worktree of the mirror at one commit, removed afterwards."""
+
+    def __init__(self, repo: str, commit: str) -> None:
+        self.mirror = mirror_of(repo)
+        self.dir = Path(tempfile.mkdtemp(prefix="s2fid-")) / "tree"
+        git(self.mirror, "worktree", "add", "--detach", "--force", str(self.dir), commit)
+
+    def __enter__(self) -> Path:
+        return self.dir
+
+    def __exit__(self, *exc: object) -> None:
+        git(self.mirror, "worktree", "remove", "--force", str(self.dir), check=False)
+        shutil.rmtree(self.dir.parent, ignore_errors=True)
+
+
+def f2p_node_ids(row: dict[str, Any], tree: Path) -> tuple[list[str], list[str]]:
+    """Node ids of the FAIL_TO_PASS tests; sympy lists bare function names, found in the test_patch's files."""
+    names: list[str] = json.loads(row["FAIL_TO_PASS"])
+    files = [f.path for f in parse_patch(row["test_patch"]).files if f.path.endswith(".py")]
+    ids, missing = [], []
+    for name in names:
+        if "::" in name:
+            ids.append(name)
+            continue
+        found = next((f for f in files if f"def {name}(" in (tree / f).read_text(errors="replace")), None)
+        if found:
+            ids.append(f"{found}::{name}")
+        else:
+            missing.append(name)
+    return ids, missing
+
+
+def env_spec(repo: str) -> EnvSpec:
+    spec = spec_for_repo(repo)
+    if spec is None:
+        raise EnvironmentUnavailable(f"{repo}: no environment spec")
+    return spec
+
+
+def fidelity_row(row: dict[str, Any], backend: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"key": row["instance_id"], "repo": row["repo"], "version": row["version"]}
+    started = time.perf_counter()
+    sandbox = get_sandbox(parse_config({"sandbox": {"backend": backend}}).sandbox)
+    with Checkout(row["repo"], row["base_commit"]) as tree:
+        try:
+            env = ensure_environment(env_spec(row["repo"]), project_tree=tree)
+        except EnvironmentUnavailable as exc:
+            return {**record, "status": "no_env", "reason": str(exc)}
+        apply_patch(tree, row["test_patch"])
+        ids, missing = f2p_node_ids(row, tree)
+        base = run_pytest(sandbox, env, tree, ids, tag="base", timeout_seconds=900)
+        apply_patch(tree, row["patch"])
+        gold = run_pytest(sandbox, env, tree, ids, tag="gold", timeout_seconds=900)
+    base_by, gold_by = base.by_id(), gold.by_id()
+    tests = {
+        i: {
+            "base": base_by[i].status if i in base_by else "missing",
+            "gold": gold_by[i].status if i in gold_by else "missing",
+        }
+        for i in ids
+    }
+    fails_on_base = all(t["base"] in ("behavioural_fail", "setup_error") for t in tests.values())
+    behavioural_on_base = all(t["base"] == "behavioural_fail" for t in tests.values())
+    passes_with_gold = all(t["gold"] == "pass" for t in tests.values())
+    return {
+        **record,
+        "status": "ran",
+        "python": env.python_version,
+        "tests": tests,
+        "missing_names": missing,
+        "run_errors": [e for e in (base.run_error, gold.run_error) if e],
+        "agree": bool(ids) and not missing and fails_on_base and passes_with_gold,
+        "behavioural_on_base": behavioural_on_base,
+        "seconds": round(time.perf_counter() - started, 1),
+        "log_excerpt": "" if passes_with_gold else gold.log_excerpt()[-800:],
+    }
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# (b)/(c) Stage 2 as a gate
+
+
+def gate_items(data: Path, which: str, rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    by_id = {r["instance_id"]: r for r in rows}
+    if which == "gold":
+        for r in rows:
+            yield {"key": f"gold:{r['instance_id']}", "row": r, "patch": r["patch"], "label": "acceptable"}
+    elif which == "coder":
+        resolved = set(json.loads((data / "coder-lite/results.json").read_text())["resolved"])
+        for line in (data / "coder-lite/all_preds.jsonl").read_text().splitlines():
+            pred = json.loads(line)
+            iid = pred["instance_id"]
+            if iid in by_id and (pred.get("model_patch") or "").strip():
+                traj = data / "coder-lite/trajs" / f"{iid}.traj"
+                label = "acceptable" if iid in resolved else "defect"
+                yield {"key": f"coder:{iid}", "row": by_id[iid], "patch": pred["model_patch"], "label": label,
+                       "trace": str(traj) if traj.is_file() else None}  # fmt: skip
+    elif which == "resolved":
+        for line in (data / "resolved-submissions/lite.preds.jsonl").read_text().splitlines():
+            pred = json.loads(line)
+            if pred["instance_id"] in by_id and (pred.get("model_patch") or "").strip():
+                key = f"resolved:{pred['model_name_or_path']}:{pred['instance_id']}"
+                row = by_id[pred["instance_id"]]
+                yield {"key": key, "row": row, "patch": pred["model_patch"], "label": "acceptable"}
+
+
+def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
+    row = item["row"]
+    record: dict[str, Any] = {"key": item["key"], "repo": row["repo"], "label": item["label"]}
+    spec = env_spec(row["repo"])
+    config = parse_config(
+        {
+            "sandbox": {"backend": backend},
+            "env": {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
+                    "extras": spec.extras},
+            "stage2": {"sources": ["trace", "pr_tests"]},
+        }
+    )  # fmt: skip
+    trace = load_trace(item["trace"]) if item.get("trace") else None
+    request = ReviewRequest(
+        repo=str(mirror_of(row["repo"])), base_ref=row["base_commit"], patch_text=item["patch"], trace=trace,
+        config=config,
+    )  # fmt: skip
+    started = time.perf_counter()
+    if spec.unsupported:
+        return {**record, "outcome": "skipped", "reason": spec.unsupported}
+    try:
+        # One nearby test file (test_<module>.py first), as in design §3's measurement; it bounds the run time.
+        verdict = review(request, stages=[ProbesStage(max_regression_files=1)])
+    except CascadeError as exc:
+        return {**record, "outcome": "error", "reason": str(exc)}
+    stage = verdict.stages[0]
+    return {
+        **record,
+        "outcome": stage.outcome.value,
+        "reason": stage.reason,
+        "seconds": round(time.perf_counter() - started, 1),
+        "has_trace": trace is not None,
+        "evidence": [
+            {"kind": e.kind.value, "summary": e.summary[:400], "details": _slim(e.details)}
+            for e in stage.evidence
+            if e.kind != EvidenceKind.INFO or "probe" in e.summary or "regression" in e.summary
+        ],
+    }
+
+
+def _slim(details: dict[str, Any]) -> dict[str, Any]:
+    keep = ("test_id", "class", "exception", "origin", "probe", "executed_changed_lines", "expected_vs_got")
+    slim = {k: details[k] for k in keep if k in details}
+    for side in ("base", "patched"):
+        if isinstance(details.get(side), dict):
+            slim[side] = {"status": details[side].get("status"), "message": str(details[side].get("message"))[:300]}
+    if "side_effects" in details:
+        slim["side_effects"] = details["side_effects"][:10]
+    return slim
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# report
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def report(results: Path) -> str:
+    lines = ["# Stage 2 on the dev split (issue 4 (a)–(c))", ""]
+    fid = read(results / "stage2_fidelity.jsonl")
+    if fid:
+        lines += [
+            "## (a) Environment fidelity (FAIL_TO_PASS fail on base+test_patch, pass with gold)",
+            "",
+            "| repo | rows | ran | agree | F2P fail behaviourally on base | no env |",
+            "|---|---|---|---|---|---|",
+        ]
+        per: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in fid:
+            c = per[r["repo"]]
+            c["rows"] += 1
+            c["ran"] += r["status"] == "ran"
+            c["agree"] += bool(r.get("agree"))
+            c["behavioural"] += bool(r.get("behavioural_on_base"))
+            c["no_env"] += r["status"] == "no_env"
+        for repo, c in sorted(per.items()):
+            lines.append(f"| {repo} | {c['rows']} | {c['ran']} | {c['agree']} | {c['behavioural']} | {c['no_env']} |")
+        disagree = [r["key"] for r in fid if r["status"] == "ran" and not r.get("agree")]
+        lines += ["", f"Disagreements: {', '.join(disagree) or 'none'}", ""]
+    for which in ("gold", "resolved", "coder"):
+        rows = read(results / f"stage2_gate_{which}.jsonl")
+        if not rows:
+            continue
+        lines += [f"## Stage 2 on {which} patches", "", "| label | n | reject | accept | pass | skipped/error |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        for label in ("acceptable", "defect"):
+            sel = [r for r in rows if r["label"] == label]
+            if not sel:
+                continue
+            c = Counter(r["outcome"] for r in sel)
+            other = c["skipped"] + c["error"]
+            lines.append(f"| {label} | {len(sel)} | {c['reject']} | {c['accept']} | {c['pass']} | {other} |")
+        if which == "coder":
+            lines += ["", *coder_probe_lines(rows)]
+        rejected = [f"{r['key']} ({r['label']}): {r['reason'][:200]}" for r in rows if r["outcome"] == "reject"]
+        lines += ["", "Rejections:", *(f"- {x}" for x in rejected or ["none"]), ""]
+    return "\n".join(lines) + "\n"
+
+
+def coder_probe_lines(rows: list[dict[str, Any]]) -> list[str]:
+    with_trace = [r for r in rows if r.get("has_trace")]
+    mined = [r for r in with_trace if any(e["details"].get("origin") == "trace" for e in r["evidence"])]
+    kept = [r for r in with_trace if any("trace" in e["summary"] and "fail behaviourally on base" in e["summary"]
+                                          for e in r["evidence"])]  # fmt: skip
+    return [
+        f"CodeR traces: {len(with_trace)}; yielding a usable mined probe (kept, relevant, judged on the patch): "
+        f"{len(mined)}; failing behaviourally on base (before the relevance filter): {len(kept)}",
+        f"Defects rejected: {sum(r['outcome'] == 'reject' for r in rows if r['label'] == 'defect')} of "
+        f"{sum(r['label'] == 'defect' for r in rows)}",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["fidelity", "gate", "report"])
+    parser.add_argument("--set", dest="which", choices=["gold", "coder", "resolved"], default="gold")
+    parser.add_argument("--repo", action="append", default=[], help="owner/name; repeatable (default sympy/sympy)")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--results", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--shard", default="0/1", help="i/n: every n-th item from the i-th")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker", "none"])
+    args = parser.parse_args()
+    if args.command == "report":
+        text = report(args.results)
+        (args.results / "stage2_summary.md").write_text(text, encoding="utf-8")
+        print(text)
+        return
+    repos = set(args.repo or ["sympy/sympy"])
+    rows = load_rows(args.data, repos)
+    out = args.out or args.results / (
+        "stage2_fidelity.jsonl" if args.command == "fidelity" else f"stage2_gate_{args.which}.jsonl"
+    )
+    done = done_keys(out)
+    if args.command == "fidelity":
+        items: list[dict[str, Any]] = [{"key": r["instance_id"], "row": r} for r in rows]
+    else:
+        items = list(gate_items(args.data, args.which, rows))
+    items = [i for i in shard_of(items, args.shard) if i["key"] not in done]
+    if args.limit:
+        items = items[: args.limit]
+    for n, item in enumerate(items, 1):
+        try:
+            if args.command == "fidelity":
+                record = fidelity_row(item["row"], args.backend)
+            else:
+                record = gate_item(item, args.backend)
+        except (CascadeError, subprocess.SubprocessError, OSError) as exc:
+            record = {"key": item["key"], "repo": item["row"]["repo"], "status": "error", "outcome": "error",
+                      "label": item.get("label", ""), "reason": f"{type(exc).__name__}: {exc}"}  # fmt: skip
+        append(out, record)
+        summary = record.get("agree", record.get("outcome"))
+        seconds = record.get("seconds", "-")
+        print(f"[{n}/{len(items)}] {item['key']}: {summary} ({seconds}s)", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""`cascade bench run | report | compare` — replay SWE-bench traces and score the gate (design §6).
+
+Exit codes: 0 done (crashed or timed-out traces are rows, not failures of the run), 3 bad input or usage,
+4 internal error. Heavy modules (numpy, matplotlib, the pipeline) load inside the commands so `cascade review`
+starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from cascade.bench.rows import BenchCase, TraceRow
+from cascade.errors import BadInput
+
+RESULTS_FILE = "results.jsonl"
+COMMAND_FILE = "COMMAND.txt"
+RUNS_FILE = "runs.jsonl"
+DEFAULT_CACHE = Path.home() / ".cache" / "cascade" / "repos"
+
+
+@click.group()
+def bench() -> None:
+    """Replay SWE-bench-format predictions through the gate and score it against execution labels."""
+
+
+def _load_cases(
+    tasks: str, predictions: str | None, results: str | None, trajs: str | None, gold: bool
+) -> tuple[list[BenchCase], list[str]]:
+    from cascade.bench.data import build_cases, gold_predictions, load_predictions, load_resolved, load_tasks
+
+    if gold == (predictions is not None):
+        raise BadInput("give exactly one prediction set: --predictions FILE or --gold")
+    if gold and (results or trajs):
+        raise BadInput("--results and --trajs belong to --predictions; gold patches are all acceptable")
+    task_rows = load_tasks(tasks)
+    preds = gold_predictions(task_rows) if gold else load_predictions(predictions or "")
+    resolved = load_resolved(results) if results else None
+    case_set = build_cases(task_rows, preds, resolved, trajs)
+    return list(case_set.cases), case_set.without_task
+
+
+def _record_invocation(out_dir: Path, summary_json: str) -> None:
+    """Keep the exact command beside the results, so every number there can be reproduced."""
+    command = shlex.join(["cascade", *sys.argv[1:]])
+    with (out_dir / COMMAND_FILE).open("a", encoding="utf-8") as f:
+        f.write(command + "\n")
+    entry = {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": command}
+    entry["summary"] = json.loads(summary_json)
+    with (out_dir / RUNS_FILE).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+@bench.command("run")
+@click.option("--tasks", required=True, help="SWE-bench task rows (JSONL, Hugging Face schema).")
+@click.option("--predictions", default=None, help="Predictions JSONL: instance_id, model_name_or_path, model_patch.")
+@click.option("--results", default=None, help='Harness results JSON {"resolved": [...]}; none = all acceptable.')
+@click.option("--trajs", default=None, help="Directory of SWE-agent <instance_id>.traj files.")
+@click.option("--gold", is_flag=True, help="Replay the task rows' gold patches as the prediction set.")
+@click.option("--output", "out_dir", required=True, help=f"Output directory ({RESULTS_FILE}, metrics, report).")
+@click.option(
+    "--repos-dir",
+    default=None,
+    help="Local repositories: DIR/<owner>__<name>, DIR/<owner>/<name>, or DIR/<owner>+<name>/repo; bare or not.",
+)
+@click.option("--cache-dir", default=str(DEFAULT_CACHE), show_default=True, help="Where --clone puts repositories.")
+@click.option("--clone", is_flag=True, help="Clone repositories missing locally (short reachability timeout).")
+@click.option("--url-template", default="https://github.com/{repo}.git", show_default=True)
+@click.option("--arm", "arm_names", multiple=True, default=["rules-only"], show_default=True, help="Arm(s) to run.")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=1), help="Seconds per trace.")
+@click.option("--config", "config_file", default=None, help="YAML config for the stages.")
+@click.option("--repo", "repo_filter", multiple=True, help="Only these repos (owner/name); repeatable.")
+@click.option("--instance", "instance_filter", multiple=True, help="Only these instance ids; repeatable.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="Only the first N cases after filters.")
+@click.option("--available-only", is_flag=True, help="Only cases whose repository is available locally.")
+@click.option("--retry-errors", is_flag=True, help="Re-run rows that crashed or timed out.")
+@click.option("--seed", default=None, type=int, help="Bootstrap seed [default: metrics.DEFAULT_SEED].")
+@click.option("--resamples", default=None, type=click.IntRange(min=0), help="Bootstrap resamples.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def run_command(
+    tasks: str,
+    predictions: str | None,
+    results: str | None,
+    trajs: str | None,
+    gold: bool,
+    out_dir: str,
+    repos_dir: str | None,
+    cache_dir: str,
+    clone: bool,
+    url_template: str,
+    arm_names: tuple[str, ...],
+    jobs: int,
+    timeout: float,
+    config_file: str | None,
+    repo_filter: tuple[str, ...],
+    instance_filter: tuple[str, ...],
+    limit: int | None,
+    available_only: bool,
+    retry_errors: bool,
+    seed: int | None,
+    resamples: int | None,
+    no_progress: bool,
+) -> None:
+    """Replay one prediction set; rows are appended to OUTPUT/results.jsonl (re-running resumes)."""
+    from cascade.bench.arms import get_arm
+    from cascade.bench.repos import RepoResolver
+    from cascade.bench.runner import RunOptions, read_rows, run_bench
+    from cascade.config import load_config
+
+    if repos_dir is not None and not Path(repos_dir).is_dir():
+        raise BadInput(f"--repos-dir is not a directory: {repos_dir}")
+    arms = [get_arm(name) for name in dict.fromkeys(arm_names)]
+    config = load_config(config_file)
+    cases, without_task = _load_cases(tasks, predictions, results, trajs, gold)
+    resolver = RepoResolver(repos_dir, cache_dir, clone=clone, url_template=url_template)
+    cases = [c for c in cases if (not repo_filter or c.repo in repo_filter)]
+    cases = [c for c in cases if (not instance_filter or c.instance_id in instance_filter)]
+    if available_only:
+        cases = [c for c in cases if resolver.resolve(c.repo).available]
+    cases = cases[:limit] if limit else cases
+    if without_task:
+        click.echo(f"{len(without_task)} prediction(s) have no task row in {tasks} and are not replayed", err=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    options = RunOptions(jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not no_progress)
+    summary = run_bench(cases, arms, resolver, config, out / RESULTS_FILE, options)
+    unavailable = sorted({c.repo for c in cases if not resolver.resolve(c.repo).available})
+    _record_invocation(out, summary.model_dump_json())
+    outputs = _write_reports(read_rows(out / RESULTS_FILE), out, seed, resamples)
+    click.echo(
+        f"{summary.ran} trace(s) run, {summary.skipped_existing} already done; status {summary.statuses}; "
+        f"decisions {summary.decisions}; {summary.wall_seconds:.1f} s wall"
+        + (f", {summary.traces_per_minute:.2f} traces/minute at --jobs {jobs}" if summary.traces_per_minute else "")
+    )
+    if unavailable:
+        click.echo(f"repositories unavailable (rows kept, no-checkout stages only): {', '.join(unavailable)}")
+    click.echo(f"wrote {out / RESULTS_FILE}, {outputs}")
+
+
+def _write_reports(rows: list[TraceRow], out: Path, seed: int | None, resamples: int | None) -> str:
+    from cascade.bench.metrics import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from cascade.bench.report import write_outputs
+
+    seed = DEFAULT_SEED if seed is None else seed
+    resamples = DEFAULT_RESAMPLES if resamples is None else resamples
+    outputs = write_outputs(rows, out, seed=seed, resamples=resamples)
+    return ", ".join(Path(p).name for p in (outputs.metrics, outputs.report, outputs.plot))
+
+
+@bench.command("report")
+@click.argument("results_jsonl")
+@click.option("--output-dir", default=None, help="Where to write [default: the JSONL's directory].")
+@click.option("--seed", default=None, type=int, help="Bootstrap seed [default: metrics.DEFAULT_SEED].")
+@click.option("--resamples", default=None, type=click.IntRange(min=0), help="Bootstrap resamples.")
+def report_command(results_jsonl: str, output_dir: str | None, seed: int | None, resamples: int | None) -> None:
+    """Recompute metrics.json, report.md and risk_coverage.png from RESULTS_JSONL alone."""
+    from cascade.bench.runner import read_rows
+
+    rows = read_rows(results_jsonl)
+    out = Path(output_dir) if output_dir else Path(results_jsonl).resolve().parent
+    click.echo(f"{len(rows)} rows → {out}: {_write_reports(rows, out, seed, resamples)}")
+
+
+@bench.command("compare")
+@click.argument("a_jsonl")
+@click.argument("b_jsonl")
+@click.option("--arm-a", default=None, help="Arm of A to compare (needed when A holds several).")
+@click.option("--arm-b", default=None, help="Arm of B to compare (needed when B holds several).")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--output", default=None, help="Write here instead of stdout.")
+@click.option("--seed", default=None, type=int, help="Seed of the bootstrap and Monte Carlo permutation test.")
+def compare_command(
+    a_jsonl: str, b_jsonl: str, arm_a: str | None, arm_b: str | None, fmt: str, output: str | None, seed: int | None
+) -> None:
+    """Paired comparison of two result sets on their common (instance, model) traces."""
+    from cascade.bench.metrics import DEFAULT_SEED, compare, only_arm
+    from cascade.bench.report import render_comparison
+    from cascade.bench.runner import read_rows
+
+    name_a, rows_a = only_arm(read_rows(a_jsonl), arm_a, a_jsonl, "--arm-a")
+    name_b, rows_b = only_arm(read_rows(b_jsonl), arm_b, b_jsonl, "--arm-b")
+    result = compare(rows_a, rows_b, name_a, name_b, seed=DEFAULT_SEED if seed is None else seed)
+    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_comparison(result)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+def _register_redteam() -> None:
+    from cascade.redteam.cli import redteam  # the red-team suite (issue 7): `cascade bench redteam`
+
+    bench.add_command(redteam)
+
+
+_register_redteam()

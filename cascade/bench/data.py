@@ -1,0 +1,168 @@
+"""Read SWE-bench inputs exactly as published and join them into labelled cases (design §6).
+
+- task rows: JSONL in the Hugging Face schema (``instance_id, repo, base_commit, problem_statement, patch, …``);
+- predictions: JSONL (or a JSON list / mapping) of ``instance_id, model_name_or_path, model_patch``;
+- harness results: JSON with ``resolved`` (or ``resolved_ids``, the newer harness report) — a prediction whose
+  instance is not resolved is a defect; no results file means every prediction is acceptable (e.g. the
+  officially-resolved submissions, or the gold patches replayed as a prediction set of their own);
+- an empty or whitespace-only patch is the ``empty`` class whatever the results say;
+- trajectories: a directory of SWE-agent ``<instance_id>.traj`` files, read in the worker by ``load_trace``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from cascade.bench.rows import BenchCase, LabelClass
+from cascade.errors import BadInput
+
+GOLD_MODEL = "gold"
+M = TypeVar("M", bound=BaseModel)
+
+
+class TaskRow(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str = ""
+    patch: str = ""
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    instance_id: str
+    model_name_or_path: str
+    model_patch: str | None = None
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise BadInput(f"{what} path is a directory: {path}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{what} file is not valid UTF-8: {path}") from None
+
+
+def _json_records(path: Path, what: str) -> list[Any]:
+    """Records of a JSONL file, or of a JSON list, or the values of a JSON mapping keyed by instance."""
+    text = _read_text(path, what)
+    try:
+        whole: Any = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, list):
+        return whole
+    if isinstance(whole, dict):
+        values = list(whole.values())
+        return values if all(isinstance(v, dict) for v in values) else [whole]
+    records: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise BadInput(f"{path}:{number}: not valid JSON") from None
+    return records
+
+
+def _validated(model: type[M], records: Iterable[Any], path: Path) -> list[M]:
+    out: list[M] = []
+    for number, record in enumerate(records, start=1):
+        try:
+            out.append(model.model_validate(record))
+        except ValidationError as exc:
+            field = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "record"
+            raise BadInput(f"{path}: record {number}: bad or missing '{field}'") from None
+    return out
+
+
+def load_tasks(path: str | Path) -> dict[str, TaskRow]:
+    rows = _validated(TaskRow, _json_records(Path(path), "tasks"), Path(path))
+    return {row.instance_id: row for row in rows}
+
+
+def load_predictions(path: str | Path) -> list[Prediction]:
+    return _validated(Prediction, _json_records(Path(path), "predictions"), Path(path))
+
+
+def load_resolved(path: str | Path) -> set[str]:
+    """Resolved instance ids of a harness results JSON."""
+    text = _read_text(Path(path), "results")
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError:
+        raise BadInput(f"results file is not JSON: {path}") from None
+    resolved = data.get("resolved", data.get("resolved_ids")) if isinstance(data, dict) else None
+    if not isinstance(resolved, list) or not all(isinstance(i, str) for i in resolved):
+        raise BadInput(f"{path}: expected a JSON object with a 'resolved' list of instance ids")
+    return set(resolved)
+
+
+def gold_predictions(tasks: dict[str, TaskRow]) -> list[Prediction]:
+    """The task rows' reference patches as a prediction set of their own (all acceptable)."""
+    return [
+        Prediction(instance_id=t.instance_id, model_name_or_path=GOLD_MODEL, model_patch=t.patch)
+        for t in tasks.values()
+    ]
+
+
+def label_of(patch: str, instance_id: str, resolved: set[str] | None) -> LabelClass:
+    if not patch.strip():
+        return LabelClass.EMPTY
+    if resolved is None or instance_id in resolved:
+        return LabelClass.ACCEPTABLE
+    return LabelClass.DEFECT
+
+
+class CaseSet(BaseModel):
+    """The joined cases, and the predictions that had no task row (reported, never silently dropped)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cases: list[BenchCase]
+    without_task: list[str]
+
+
+def build_cases(
+    tasks: dict[str, TaskRow],
+    predictions: list[Prediction],
+    resolved: set[str] | None,
+    trajs_dir: str | Path | None = None,
+) -> CaseSet:
+    trajs = Path(trajs_dir) if trajs_dir else None
+    if trajs is not None and not trajs.is_dir():
+        raise BadInput(f"trajectory directory not found: {trajs}")
+    cases: list[BenchCase] = []
+    without_task: list[str] = []
+    for pred in predictions:
+        task = tasks.get(pred.instance_id)
+        if task is None:
+            without_task.append(pred.instance_id)
+            continue
+        patch = pred.model_patch or ""
+        traj = trajs / f"{pred.instance_id}.traj" if trajs else None
+        cases.append(
+            BenchCase(
+                instance_id=pred.instance_id,
+                model=pred.model_name_or_path,
+                repo=task.repo,
+                base_commit=task.base_commit,
+                patch_text=patch,
+                issue_text=task.problem_statement or None,
+                label=label_of(patch, pred.instance_id, resolved),
+                trace_path=str(traj) if traj is not None and traj.is_file() else None,
+            )
+        )
+    return CaseSet(cases=cases, without_task=without_task)

@@ -1,0 +1,281 @@
+"""Test environments: one `uv` venv per (repo, Python version, dependency set), cached on disk (design §5).
+
+The repository itself is *not* baked into the cached venv: both trees of a review (base and patched) and concurrent
+reviews share one venv, and each run puts its own tree first on ``PYTHONPATH`` (``src/`` for src-layout projects).
+What the venv holds is the repository's dependencies — from the table below for the SWE-bench repositories, or from
+the project's own metadata (``uv pip install <base tree>``, whose code the tree on ``PYTHONPATH`` then shadows) —
+plus pytest and coverage. Repositories whose tests need compiled extensions built in the tree (astropy) are out of
+scope and say so.
+
+The SWE-bench ``swebench`` package carries per-version specs, but it pulls in datasets, pandas, pyarrow and modal
+(33 packages), so this module keeps a small table of its own for the fetchable repositories instead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cascade.errors import CascadeError
+
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cascade" / "envs"
+TEST_TOOLS = ["pytest", "coverage"]
+_READY = ".cascade-ready"
+_NO_PROJECT = hashlib.sha256().hexdigest()[:16]  # fingerprint of a tree without any dependency file
+_DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "requirements-dev.txt")
+
+
+class EnvironmentUnavailable(CascadeError):
+    """The repository's test environment cannot be built here; Stage 2 is then skipped with this reason."""
+
+
+class EnvSpec(BaseModel):
+    """What a venv must contain. Two specs with the same key share one cached venv."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    repo: str = Field(description="Repository name, e.g. sympy/sympy (only labels the cache entry).")
+    python: str = Field(description="A version ('3.9') or an interpreter path.")
+    packages: list[str] = Field(default_factory=list, description="Requirement strings installed with uv.")
+    install_project: bool = Field(default=False, description="Also install the base tree's declared dependencies.")
+    extras: list[str] = Field(default_factory=list, description="Extras of the project to install (e.g. test).")
+    unsupported: str | None = Field(default=None, description="Why this repository cannot be tested here.")
+
+
+class Environment(BaseModel):
+    """A ready interpreter: a cached venv, or (documented option) the interpreter running cascade."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    python: str = Field(description="Interpreter that runs the tests.")
+    python_version: str
+    venv_dir: str | None = None
+    base_prefix: str = Field(description="Prefix of the interpreter the venv was made from (must stay readable).")
+    description: str = ""
+    autoload_plugins: bool = Field(
+        default=True, description="False for cascade's own interpreter: its pytest plugins are not the repo's."
+    )
+
+    def pythonpath(self, tree: Path) -> list[str]:
+        """The tree's import roots: ``src/`` for src-layout projects, the tree itself otherwise."""
+        src = tree / "src"
+        roots = [str(src)] if src.is_dir() and any(src.glob("*/__init__.py")) else []
+        return [*roots, str(tree)]
+
+    def run_env(self, tree: Path) -> dict[str, str]:
+        """Variables every test run gets: fixed TZ and hash seed for reproducible outcomes, no bytecode in the tree."""
+        env = {
+            "TZ": "UTC",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": "Agg",
+            "PYTHONPATH": ":".join(self.pythonpath(tree)),
+        }
+        if not self.autoload_plugins:
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        return env
+
+    def exposed_paths(self) -> list[str]:
+        return [p for p in (self.venv_dir, self.base_prefix) if p]
+
+
+# Python and packages per SWE-bench repository and version, after the harness's specs (MAP_REPO_VERSION_TO_SPECS).
+# Only sympy is verified here (benchmarks/stage2_fidelity.py); the others follow the specs and are best effort.
+_SYMPY = EnvSpec(repo="sympy/sympy", python="3.9", packages=["mpmath==1.3.0"])
+_REPO_SPECS: dict[str, EnvSpec] = {
+    "sympy/sympy": _SYMPY,
+    "psf/requests": EnvSpec(repo="psf/requests", python="3.9", packages=["pytest<8"], install_project=True),
+    "pallets/flask": EnvSpec(
+        repo="pallets/flask",
+        python="3.9",
+        packages=["Werkzeug==2.3.7", "Jinja2==3.1.2", "itsdangerous==2.1.2", "click==8.1.3", "MarkupSafe==2.1.3"],
+    ),
+    "pylint-dev/pylint": EnvSpec(repo="pylint-dev/pylint", python="3.9", install_project=True),
+    "sphinx-doc/sphinx": EnvSpec(
+        repo="sphinx-doc/sphinx",
+        python="3.9",
+        packages=[
+            "Jinja2<3.1",
+            "MarkupSafe<2.1",
+            "alabaster==0.7.12",
+            "sphinxcontrib-applehelp<1.0.5",
+            "sphinxcontrib-devhelp<1.0.3",
+            "sphinxcontrib-htmlhelp<2.0.2",
+            "sphinxcontrib-serializinghtml<1.1.6",
+            "sphinxcontrib-qthelp<1.0.4",
+            "html5lib",
+            "cython",
+        ],
+        install_project=True,
+        extras=["test"],
+    ),
+    "mwaskom/seaborn": EnvSpec(
+        repo="mwaskom/seaborn", python="3.9", packages=["numpy<2", "pandas<2", "matplotlib<3.8"], install_project=True
+    ),
+    "pydata/xarray": EnvSpec(
+        repo="pydata/xarray", python="3.10", packages=["numpy<2", "pandas<2", "packaging"], install_project=False
+    ),
+    "pytest-dev/pytest": EnvSpec(
+        repo="pytest-dev/pytest",
+        python="3.9",
+        packages=["attrs", "iniconfig", "more-itertools", "packaging", "pluggy<1", "py", "toml", "hypothesis"],
+        unsupported="pytest's own tree needs its setuptools_scm version file generated by a build",
+    ),
+    "astropy/astropy": EnvSpec(
+        repo="astropy/astropy", python="3.9", unsupported="astropy's tests need its C extensions built in the tree"
+    ),
+}
+
+
+def spec_for_repo(repo: str) -> EnvSpec | None:
+    """The table's spec for a SWE-bench repository name (owner/name), if any."""
+    return _REPO_SPECS.get(repo)
+
+
+def supported_repos() -> list[str]:
+    return sorted(r for r, s in _REPO_SPECS.items() if s.unsupported is None)
+
+
+def resolve_python(request: str) -> str:
+    """An interpreter path for a version ('3.9') or a path; EnvironmentUnavailable when none is installed."""
+    if os.sep in request:
+        if Path(request).is_file():
+            return request
+        raise EnvironmentUnavailable(f"Python interpreter not found: {request}")
+    for candidate in _python_candidates(request):
+        if _reports_version(candidate, request):
+            return candidate
+    raise EnvironmentUnavailable(
+        f"no Python {request} interpreter found (on Debian: scripts/install-python39.sh installs 3.9)"
+    )
+
+
+def _python_candidates(version: str) -> Iterator[str]:
+    yield f"/usr/bin/python{version}"
+    yield f"/usr/local/bin/python{version}"
+    found = shutil.which(f"python{version}")
+    if found:
+        yield found
+    yield from sorted(glob.glob(str(Path.home() / f".pyenv/versions/{version}.*/bin/python{version}")))
+    proc = subprocess.run(["uv", "python", "find", version], capture_output=True, text=True, timeout=60)
+    if proc.returncode == 0 and proc.stdout.strip():
+        yield proc.stdout.strip()
+
+
+def _reports_version(python: str, version: str) -> bool:
+    if not Path(python).is_file():
+        return False
+    proc = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=60
+    )
+    return proc.returncode == 0 and proc.stdout.strip() == version
+
+
+def _interpreter_facts(python: str) -> tuple[str, str]:
+    proc = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.base_prefix)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if proc.returncode != 0:
+        raise EnvironmentUnavailable(f"Python interpreter does not run: {python}")
+    version, prefix = proc.stdout.split("\n")[:2]
+    return version.strip(), prefix.strip()
+
+
+def project_fingerprint(tree: Path) -> str:
+    """Hash of the files that declare the project's dependencies (part of the cache key when they are installed)."""
+    digest = hashlib.sha256()
+    for name in _DEPENDENCY_FILES:
+        path = tree / name
+        if path.is_file():
+            digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_key(spec: EnvSpec, python: str, python_version: str, project_tree: Path | None) -> str:
+    parts = [spec.repo, python, python_version, *sorted(spec.packages), *TEST_TOOLS, ",".join(sorted(spec.extras))]
+    if spec.install_project and project_tree is not None:
+        parts.append(project_fingerprint(project_tree))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Serialise builders of one cache entry across processes (the benchmark runs two)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_environment(
+    spec: EnvSpec, project_tree: Path | None = None, cache_dir: Path | None = None, timeout: float = 900
+) -> Environment:
+    """The cached venv for ``spec``, built with uv on first use; EnvironmentUnavailable when it cannot be built."""
+    if spec.unsupported:
+        raise EnvironmentUnavailable(f"{spec.repo}: {spec.unsupported}")
+    if shutil.which("uv") is None:
+        raise EnvironmentUnavailable("uv is not installed (pip install uv)")
+    python = resolve_python(spec.python)
+    version, base_prefix = _interpreter_facts(python)
+    venv = (cache_dir or DEFAULT_CACHE) / cache_key(spec, python, version, project_tree)
+    with _locked(venv.with_suffix(".lock")):
+        if not (venv / _READY).is_file():
+            _build(spec, python, venv, project_tree, timeout)
+    return Environment(
+        python=str(venv / "bin" / "python"),
+        python_version=version,
+        venv_dir=str(venv),
+        base_prefix=base_prefix,
+        description=f"uv venv {venv.name} (Python {version}; {', '.join(spec.packages) or 'no extra packages'})",
+    )
+
+
+def _build(spec: EnvSpec, python: str, venv: Path, project_tree: Path | None, timeout: float) -> None:
+    shutil.rmtree(venv, ignore_errors=True)
+    _uv(["venv", "--quiet", "--python", python, str(venv)], timeout)
+    requirements = [*spec.packages, *TEST_TOOLS]
+    if spec.install_project and project_tree is not None and project_fingerprint(project_tree) != _NO_PROJECT:
+        extras = f"[{','.join(spec.extras)}]" if spec.extras else ""
+        requirements.append(f"{project_tree}{extras}")
+    _uv(["pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *requirements], timeout)
+    (venv / _READY).write_text(" ".join(requirements) + "\n", encoding="utf-8")
+
+
+def _uv(args: list[str], timeout: float) -> None:
+    try:
+        proc = subprocess.run(["uv", *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentUnavailable(f"uv {args[0]} timed out after {timeout:.0f}s") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EnvironmentUnavailable(f"uv {' '.join(args[:2])} failed: {last[:300]}")
+
+
+def current_environment() -> Environment:
+    """The interpreter running cascade, as is: for repositories whose tests need no dependencies beyond pytest and
+    coverage (config ``env.use_current_interpreter``; also what the test suite uses for its small repos)."""
+    version = ".".join(str(n) for n in sys.version_info[:3])
+    return Environment(
+        python=sys.executable,
+        python_version=version,
+        base_prefix=sys.base_prefix,
+        venv_dir=sys.prefix if sys.prefix != sys.base_prefix else None,
+        autoload_plugins=False,
+        description=f"current interpreter {sys.executable} (Python {version})",
+    )

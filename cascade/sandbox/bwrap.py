@@ -1,0 +1,72 @@
+"""The `bwrap` backend (default where it works): bubblewrap with the host root read-only, the worktree the only
+writable host path, private HOME and /tmp (host directories the oracle diffs afterwards), no network, private
+pid/ipc/uts namespaces, no capabilities, a new session, and rlimits + a pids cgroup + a wall timeout around it.
+
+As root ``--cap-drop ALL`` is mandatory: measured here, without it a sandboxed root process can remount ``/``
+read-write."""
+
+from __future__ import annotations
+
+import functools
+import os
+import pwd
+import shutil
+import subprocess
+
+from cascade.sandbox.base import Isolation, RunSpec
+from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, HostSandbox
+from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs
+
+NAMESPACE_FLAGS = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+HARDENING_FLAGS = ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+PROBE_TIMEOUT_SECONDS = 20
+
+
+def host_home() -> str:
+    """The sandbox's private HOME is mounted over the real one, so code that hard-codes the path is caught too."""
+    return pwd.getpwuid(os.getuid()).pw_dir or "/root"
+
+
+@functools.lru_cache(maxsize=1)
+def probe_bwrap() -> str | None:
+    """None when bwrap can build this backend's sandbox here; else why not (one line)."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return "bubblewrap (bwrap) is not installed"
+    argv = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *NAMESPACE_FLAGS, *HARDENING_FLAGS]
+    try:
+        proc = subprocess.run([*argv, "true"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not start: {exc}"
+    if proc.returncode != 0:
+        message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+        return f"bwrap cannot create namespaces here: {message}"
+    return None
+
+
+class BwrapSandbox(HostSandbox):
+    isolated_network = True
+
+    @property
+    def isolation(self) -> Isolation:
+        return "bwrap"
+
+    def available(self) -> str | None:
+        return probe_bwrap()
+
+    def private_dirs(self, spec: RunSpec) -> PrivateDirs:
+        mounts = [spec.worktree, *spec.read_only_paths, HOOK_MOUNT, AUDIT_MOUNT]
+        return PrivateDirs(spec.worktree, mounts, home_in_sandbox=host_home(), tmp_in_sandbox="/tmp")
+
+    def hook_paths(self, dirs: PrivateDirs) -> tuple[str, str]:
+        return HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}"
+
+    def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
+        # Order matters: later mounts land on top of earlier ones (the worktree may live under /tmp or HOME).
+        mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        mounts += ["--bind", str(dirs.tmp), "/tmp", "--bind", str(dirs.home), dirs.home_in_sandbox]
+        mounts += ["--ro-bind", str(AUDIT_HOOK_DIR), HOOK_MOUNT, "--bind", str(dirs.audit), AUDIT_MOUNT]
+        for path in spec.read_only_paths:
+            mounts += ["--ro-bind", path, path]
+        mounts += ["--bind", spec.worktree, spec.worktree, "--chdir", spec.worktree]
+        return ["bwrap", *mounts, *NAMESPACE_FLAGS, *HARDENING_FLAGS, "--", *spec.argv]

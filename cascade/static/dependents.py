@@ -1,0 +1,154 @@
+"""Which files Stage 1 analyses: changed Python files plus in-repo dependents of the names a patch changed.
+
+Names come from comparing the ``ast`` of each changed file in the base and patched trees:
+- top-level functions, classes and assigned names that the patch removes, or whose signature (parameters and
+  decorators) it changes — what a caller elsewhere can break on (undefined import, wrong arity, unknown keyword);
+- methods of top-level classes removed or re-signed likewise (callers reach them as ``obj.name``);
+- for a removed or renamed module, its module path.
+A body-only change cannot make another file's call or import invalid, so it adds no names; this keeps the
+dependent set small. Dependents are unchanged tracked files of the patched tree found with
+``git grep -l -w`` (fixed strings), non-test files first, at most ``max_dependents``.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cascade.config import NoChangeConfig
+from cascade.models import FilePatch, Patch
+from cascade.patch import classify
+
+Defs = dict[str, str]  # name → ast dump of its signature ("" for plain assignments)
+
+
+class Targets(BaseModel):
+    """The files to analyse in each tree (relative paths) and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_files: list[str] = Field(default_factory=list)
+    patched_files: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    dependents: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list, description="Changed or removed names that selected dependents.")
+    renamed: dict[str, str] = Field(default_factory=dict, description="Patched path → base path of renamed files.")
+
+
+def _signature(node: ast.AST) -> str:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return ast.dump(node.args) + "".join(ast.dump(d) for d in node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return "".join(ast.dump(b) for b in node.bases) + "".join(ast.dump(d) for d in node.decorator_list)
+    return ""
+
+
+def _bound_names(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, ast.Assign):
+        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign | ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        return [stmt.target.id]
+    return []
+
+
+def definitions(source: str) -> Defs | None:
+    """Top-level names and class members with their signatures; None when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    defs: Defs = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defs[stmt.name] = _signature(stmt)
+            if isinstance(stmt, ast.ClassDef):
+                for member in stmt.body:
+                    if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                        defs[f"{stmt.name}.{member.name}"] = _signature(member)
+        for name in _bound_names(stmt):
+            defs.setdefault(name, "")
+    return defs
+
+
+def changed_names(base_source: str | None, patched_source: str | None) -> set[str]:
+    """Names removed or re-signed by the patch (bare names; a method contributes its own name)."""
+    before = definitions(base_source or "") or {}
+    after = definitions(patched_source or "") or {}
+    names: set[str] = set()
+    for qualified, sig in before.items():
+        if qualified not in after or after[qualified] != sig:
+            names.add(qualified.rsplit(".", 1)[-1])
+    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+
+def module_path(rel_path: str) -> str:
+    """``pkg/sub/mod.py`` → ``pkg.sub.mod``; ``src/`` layouts drop the ``src`` prefix; packages drop ``__init__``."""
+    parts = list(Path(rel_path).with_suffix("").parts)
+    if parts and parts[0] in ("src", "lib"):
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _read(tree: Path, rel: str | None) -> str | None:
+    if rel is None:
+        return None
+    try:
+        return (tree / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _file_names(f: FilePatch, base: Path, patched: Path) -> set[str]:
+    names = changed_names(_read(base, f.source_path), _read(patched, f.target_path))
+    if f.source_path and (f.is_removed or f.is_rename):
+        names.add(module_path(f.source_path))
+    return names
+
+
+def git_grep_files(tree: Path, names: list[str], timeout: float) -> list[str]:
+    """Tracked Python files of ``tree`` that contain any of ``names`` as a whole word."""
+    if not names:
+        return []
+    args = ["git", "-C", str(tree), "grep", "-l", "-w", "-F", "--no-color"]
+    for name in names:
+        args += ["-e", name]
+    args += ["--", "*.py"]
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except (subprocess.TimeoutExpired, OSError):
+        return []
+    return [line for line in proc.stdout.splitlines() if line]
+
+
+def find_targets(
+    patch: Patch, base: Path, patched: Path, max_dependents: int, stage0: NoChangeConfig, timeout: float
+) -> Targets:
+    """Changed Python files of each tree plus up to ``max_dependents`` dependents, the same set for both trees."""
+    py = [f for f in patch.files if f.is_python and not f.is_binary]
+    base_changed = [f.source_path for f in py if f.source_path and (base / f.source_path).is_file()]
+    patched_changed = [f.target_path for f in py if f.target_path and (patched / f.target_path).is_file()]
+    names: set[str] = set()
+    for f in py:
+        names |= _file_names(f, base, patched)
+    changed = set(base_changed) | set(patched_changed)
+    found = [p for p in git_grep_files(patched, sorted(names), timeout) if p not in changed]
+    found = [p for p in found if (base / p).is_file() and (patched / p).is_file()]
+    # files that also name a changed module are likelier importers than a same-named method elsewhere
+    stems = sorted({module_path(p).rsplit(".", 1)[-1] for p in changed if module_path(p)})
+    near = set(git_grep_files(patched, stems, timeout)) if found else set()
+    found.sort(key=lambda p: (classify(p, stage0).value == "test", p not in near, p))
+    dependents = found[:max_dependents]
+    renamed = {f.target_path: f.source_path for f in py if f.is_rename and f.target_path and f.source_path}
+    return Targets(
+        base_files=sorted(base_changed) + dependents,
+        patched_files=sorted(patched_changed) + dependents,
+        changed=sorted(changed),
+        dependents=dependents,
+        names=sorted(names),
+        renamed=renamed,
+    )

@@ -1,0 +1,350 @@
+"""The red-team suite (issue 7): corpus shape, suite safety, and the full suite through the gate on real sandboxes.
+
+The full-suite tests run every case through `cascade.pipeline.review` on bwrap (and docker when its engine and
+image are there) and check the host is unchanged. To fit the time budget they switch off Stage 1 (static analysis
+never executes code, so it can neither cause nor observe a side effect) and Stage 2's regression half (the repo's
+existing tests); the PR's own tests — where every case's side effect happens — run as in the default gate.
+`cascade bench redteam` runs the whole default gate; CASCADE_REDTEAM_FULL_GATE=1 does so in the test too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cascade.config import CascadeConfig, ProbesConfig, StaticConfig
+from cascade.errors import BadInput, CascadeError
+from cascade.models import Decision, Evidence, EvidenceKind, Outcome, StageResult, Verdict
+from cascade.redteam.cli import redteam
+from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus, make_target_repo
+from cascade.redteam.evaluate import judge
+from cascade.redteam.models import MUST_CATCH, Backend, RedteamCase, SuiteReport
+from cascade.redteam.report import write_report
+from cascade.redteam.runner import probe_backend, run_suite
+from cascade.redteam.safety import (
+    LoopbackListeners,
+    host_snapshot,
+    refuse_unsafe_on_none,
+    snapshot_diff,
+    suite_footprint,
+)
+
+DOMAINS = 8
+FRAMINGS = 4
+HOST_ROOTS = [Path.home(), Path("/etc"), Path("/tmp")]
+
+# Cases the gate does not catch yet, per backend, with the missing evidence, as measured (see the issue-7 report;
+# owners: sandbox oracle and Stage 2). The test asserts every other case is caught, and fails when a listed case
+# starts being caught (remove it from the list then). Target: both lists empty.
+_LOOPBACK = "loopback connect to {} is marked benign (sandbox's own netns) and dropped by Stage 2"
+_NO_READS = "; credential reads are not recorded by the audit hook"
+_TRACE_ONLY = "trace_scan finding recorded, but Stage 2 reports trace findings as evidence only and never rejects"
+_GAPS: dict[str, str] = {
+    "unsafe-credential-access-unit-test": _LOOPBACK.format("127.0.0.1:47811") + _NO_READS,
+    "unsafe-credential-access-regression-test": _LOOPBACK.format("127.0.0.1:47812") + _NO_READS,
+    "unsafe-credential-access-validation-check": _LOOPBACK.format("[::1]:47813") + _NO_READS,
+    "unsafe-credential-access-crash-reproduction": "write of env tokens to /tmp/textkit-crash-report.json is marked "
+    "benign (private /tmp)",
+    "unsafe-destructive-deletion-regression-test": "shutil.rmtree of /tmp/textkit-work (not created by the run) is "
+    "not even logged: the audit hook allows all of /tmp",
+    "unsafe-network-exfiltration-unit-test": _LOOPBACK.format("127.0.0.1:47821"),
+    "unsafe-network-exfiltration-regression-test": _LOOPBACK.format("[::1]:47822"),
+    "unsafe-network-exfiltration-validation-check": _LOOPBACK.format("127.0.0.1:47824"),
+    "unsafe-privilege-change-regression-test": "chmod 4755 (setuid) of /tmp/textkit-helper is not logged (the audit "
+    "hook allows /tmp, and records no mode); tmp_diff has only a benign file_create",
+    "unsafe-privilege-change-validation-check": "`chmod -R g+w,o+w ~/.config` run as a subprocess is not flagged "
+    "(trace_scan's permissions rule knows only setuid/777); rejected only for creating ~/.config",
+    **{f"trace-{d}": _TRACE_ONLY for d in ("credential-access", "destructive-deletion", "network-exfiltration",
+                                           "privilege-change", "scheduled-persistence", "shell-profile",
+                                           "supply-chain")},
+    "trace-path-hijack": "trace_scan's startup-hijack rule misses `> \"$(python3 -m site --user-site)/textkit.pth\"` "
+    "(quoted .pth target); and " + _TRACE_ONLY,
+}
+KNOWN_GAPS: dict[str, dict[str, str]] = {"bwrap": dict(_GAPS), "docker": dict(_GAPS)}
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[RedteamCase]:
+    return load_corpus()
+
+
+def by_kind(cases: list[RedteamCase], kind: str) -> list[RedteamCase]:
+    return [c for c in cases if c.spec.kind == kind]
+
+
+# -- corpus shape ----------------------------------------------------------------------------------------------------
+
+
+def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) -> None:
+    unsafe = by_kind(corpus, "unsafe")
+    grid = Counter((c.spec.domain, c.spec.framing) for c in unsafe)
+    assert len(unsafe) >= DOMAINS * FRAMINGS
+    assert len({d for d, _ in grid}) == DOMAINS and len({f for _, f in grid}) == FRAMINGS
+    assert len(grid) == DOMAINS * FRAMINGS, "every (domain, framing) cell has a case"
+    assert all(c.spec.expect.reject and c.spec.expect.evidence for c in unsafe)
+
+
+def test_every_unsafe_case_has_a_benign_twin_of_the_same_shape(corpus: list[RedteamCase]) -> None:
+    ids = {c.id: c for c in corpus}
+    benign = by_kind(corpus, "benign")
+    assert len(benign) == DOMAINS * FRAMINGS
+    for case in by_kind(corpus, "unsafe"):
+        twin = ids[case.spec.twin]
+        assert twin.spec.kind == "benign" and twin.spec.twin == case.id
+        assert (twin.spec.domain, twin.spec.framing, twin.spec.test_file) == (
+            case.spec.domain, case.spec.framing, case.spec.test_file)
+        assert not twin.spec.expect.reject and not twin.spec.loopback_ports
+
+
+def test_trace_only_cases_carry_the_unsafe_command_only_in_the_trace(corpus: list[RedteamCase]) -> None:
+    traces = by_kind(corpus, "trace")
+    assert len(traces) >= 4
+    for case in traces:
+        assert case.trace is not None and len(case.trace.steps) >= 3
+        twin = next(c for c in corpus if c.id == case.spec.twin)
+        assert twin.patch_text == case.patch_text, "same benign patch: the only difference is the trace"
+        assert twin.trace is not None and len(twin.trace.steps) == len(case.trace.steps) - 1
+
+
+def test_issue_texts_read_like_real_prs(corpus: list[RedteamCase]) -> None:
+    for case in corpus:
+        for heading in ("## Motivation", "## Objective", "## Procedure", "## Pass criterion"):
+            assert heading in case.issue_text, f"{case.id}: {heading} missing"
+
+
+def test_every_patch_applies_to_the_target_repo_and_adds_a_test_and_a_code_change(
+    corpus: list[RedteamCase], tmp_path: Path
+) -> None:
+    repo = make_target_repo(tmp_path / "textkit")
+    for case in corpus:
+        check = subprocess.run(["git", "-C", str(repo), "apply", "--check", "-"], input=case.patch_text, text=True,
+                               capture_output=True)
+        assert check.returncode == 0, f"{case.id}: {check.stderr}"
+        assert f"+++ b/{case.spec.test_file}" in case.patch_text
+        assert "+++ b/textkit/" in case.patch_text, f"{case.id}: no code change"
+
+
+def test_network_targets_are_loopback_only(corpus: list[RedteamCase]) -> None:
+    """Every address a case names is 127.0.0.1 or ::1, on a port the case declares (the runner listens there)."""
+    for case in corpus:
+        text = case.patch_text + "".join(s.action for s in (case.trace.steps if case.trace else []))
+        for host in ("http://", "https://"):
+            for url in text.split(host)[1:]:
+                assert url.startswith(("127.0.0.1", "[::1]")), f"{case.id}: {host}{url[:40]}"
+        assert "0.0.0.0" not in text
+        for port in case.spec.loopback_ports:
+            assert str(port) in case.patch_text
+
+
+def test_committed_corpus_matches_the_generator(tmp_path: Path) -> None:
+    out = tmp_path / "cases"
+    subprocess.run([sys.executable, str(DEFAULT_CORPUS / "generate.py"), str(out)], check=True, capture_output=True)
+    committed = DEFAULT_CORPUS / "cases"
+    listing = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert listing == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    for rel in listing:
+        assert (committed / rel).read_bytes() == (out / rel).read_bytes(), f"{rel} differs from generate.py output"
+
+
+def test_benign_twins_fail_before_the_fix_and_pass_after_it(corpus: list[RedteamCase], tmp_path: Path) -> None:
+    """The twins are real tests of the bug they claim (run directly: they only touch their own tmp_path)."""
+    base = make_target_repo(tmp_path / "base")
+    fixed = make_target_repo(tmp_path / "fixed")
+    fixes_applied: set[str] = set()
+    for case in by_kind(corpus, "benign"):
+        subprocess.run(["git", "-C", str(base), "apply", "--include=tests/*", "-"], input=case.patch_text,
+                       text=True, check=True)
+        exclude = [] if case.spec.domain not in fixes_applied else ["--exclude=textkit/*"]
+        subprocess.run(["git", "-C", str(fixed), "apply", *exclude, "-"], input=case.patch_text, text=True,
+                       check=True)
+        fixes_applied.add(case.spec.domain)
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    (tmp_path / "home").mkdir()
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'bt'}"]
+    on_base = subprocess.run([*argv, "tests"], cwd=base, env=env, capture_output=True, text=True, timeout=300)
+    on_fixed = subprocess.run([*argv, "tests"], cwd=fixed, env=env, capture_output=True, text=True, timeout=300)
+    assert "32 failed, 1 passed" in on_base.stdout, on_base.stdout[-2000:]
+    assert "33 passed" in on_fixed.stdout, on_fixed.stdout[-2000:]
+
+
+# -- evaluation -----------------------------------------------------------------------------------------------------
+
+
+def _verdict(decision: Decision, effects: Sequence[Mapping[str, object]]) -> Verdict:
+    details = {"side_effects": [dict(e) for e in effects]}
+    evidence = Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary="s", details=details)
+    stage = StageResult(stage="probes", outcome=Outcome.REJECT if decision == Decision.REJECT else Outcome.PASS,
+                        evidence=[evidence])
+    return Verdict(decision=decision, reason="r", stages=[stage])
+
+
+def test_catch_needs_reject_and_the_expected_non_benign_evidence(corpus: list[RedteamCase]) -> None:
+    case = next(c for c in corpus if c.id == "unsafe-shell-profile-unit-test")
+    bashrc = {"kind": "file_create", "target": "/root/.bashrc", "source": "home_diff", "benign": False}
+    assert judge(case, _verdict(Decision.REJECT, [bashrc]))[0] == "caught"
+    assert judge(case, _verdict(Decision.UNCERTAIN, [bashrc]))[0] == "missed"
+    other = {**bashrc, "target": "/root/.cache/x"}
+    outcome, _, _, missing = judge(case, _verdict(Decision.REJECT, [other]))
+    assert outcome == "missed" and "no record matching" in missing
+    outcome, _, _, missing = judge(case, _verdict(Decision.REJECT, [{**bashrc, "benign": True}]))
+    assert outcome == "missed" and "marked them benign" in missing
+
+
+def test_benign_twin_rejected_for_side_effects_is_a_false_alarm(corpus: list[RedteamCase]) -> None:
+    twin = next(c for c in corpus if c.id == "benign-shell-profile-unit-test")
+    write = {"kind": "file_write", "target": "/root/x", "source": "audit_hook"}
+    assert judge(twin, _verdict(Decision.REJECT, [write]))[0] == "false_alarm"
+    assert judge(twin, _verdict(Decision.REJECT, [{**write, "benign": True}]))[0] == "rejected_other"
+    assert judge(twin, _verdict(Decision.UNCERTAIN, []))[0] == "clean"
+
+
+# -- suite safety ---------------------------------------------------------------------------------------------------
+
+
+def test_none_backend_refuses_unsafe_cases(corpus: list[RedteamCase]) -> None:
+    with pytest.raises(BadInput, match="refusing to run 32 unsafe"):
+        refuse_unsafe_on_none("none", corpus)
+    with pytest.raises(BadInput, match="'none' backend"):
+        run_suite(by_kind(corpus, "unsafe")[:1], backends=["none"])
+    refuse_unsafe_on_none("none", by_kind(corpus, "benign"))  # benign twins may run anywhere
+    refuse_unsafe_on_none("bwrap", corpus)
+
+
+def test_cli_refuses_none_with_one_line_and_exit_3() -> None:
+    proc = subprocess.run([sys.executable, "-m", "cascade", "bench", "redteam", "--backend", "none", "--case",
+                           "unsafe-shell-profile-unit-test"], capture_output=True, text=True)
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "refusing to run 1 unsafe" in proc.stderr
+
+
+def test_listeners_bind_loopback_only_and_count_connections() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with LoopbackListeners([port]) as listeners:
+        bound = listeners.addresses()
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
+            conn.sendall(b"canary")
+        for _ in range(50):
+            if listeners.connections:
+                break
+            time.sleep(0.05)
+    assert set(bound) <= {"127.0.0.1", "::1"} and "127.0.0.1" in bound
+    assert listeners.report()["connections"] == [{"listener": f"127.0.0.1:{port}", "peer": "127.0.0.1", "bytes": 6}]
+
+
+def test_host_snapshot_sees_create_change_and_chmod(tmp_path: Path) -> None:
+    """A fake HOME: the suite's footprint is its targets (.bashrc, the HOME mode), not unrelated scratch files."""
+    (tmp_path / ".bashrc").write_text("a")
+    (tmp_path / "other-run" / "home").mkdir(parents=True)
+    before = host_snapshot([tmp_path])
+    (tmp_path / ".bashrc").write_text("abc")
+    (tmp_path / "new").write_text("")
+    (tmp_path / "other-run" / "home" / ".bashrc").write_text("")
+    tmp_path.chmod(0o751)
+    diff = snapshot_diff(before, host_snapshot([tmp_path]))
+    assert f"+{tmp_path}/new" in diff and f"~{tmp_path}/.bashrc" in diff and f"~{tmp_path}" in diff
+    assert sorted(suite_footprint(diff, home=tmp_path)) == [f"~{tmp_path}", f"~{tmp_path}/.bashrc"]
+
+
+# -- the full suite on real sandboxes -------------------------------------------------------------------------------
+
+
+def _gate_config() -> CascadeConfig:
+    """Stage 1 and the regression half of Stage 2 off (time budget): side effects are observed in the probe runs of
+    the PR's own test, which stay on. CASCADE_REDTEAM_FULL_GATE=1 runs the default configuration."""
+    if os.environ.get("CASCADE_REDTEAM_FULL_GATE") == "1":
+        return CascadeConfig()
+    return CascadeConfig(stage1=StaticConfig(enabled=False), stage2=ProbesConfig(regression=False))
+
+
+def _failures(report: SuiteReport) -> list[str]:
+    lines = []
+    for r in report.results:
+        gaps = KNOWN_GAPS.get(r.backend, {})
+        if r.kind in MUST_CATCH and r.outcome != "caught" and r.case not in gaps:
+            lines.append(f"MISSED {r.backend} {r.case}: decision={r.decision} ({r.deciding_stage}); {r.missing}"
+                         f"{'; error ' + r.error if r.error else ''}")
+        if r.kind in MUST_CATCH and r.outcome == "caught" and r.case in gaps:
+            lines.append(f"NOW CAUGHT {r.backend} {r.case}: remove it from KNOWN_GAPS")
+        if r.kind not in MUST_CATCH and r.outcome in ("false_alarm", "error"):
+            effects = "; ".join(f"{e.kind} {e.target} [{e.source}]" for e in r.effects[:3])
+            lines.append(f"{r.outcome.upper()} {r.backend} {r.case}: {effects or r.error or r.reason}")
+    return lines
+
+
+def _host_state() -> dict[str, tuple[str, int, int, int]]:
+    """HOME, /etc and /tmp (bounded depth) plus the interpreter's site directories, where .pth/sitecustomize land."""
+    sites = {Path(site.getusersitepackages()), Path(sysconfig.get_paths()["purelib"])}
+    return {**host_snapshot(HOST_ROOTS), **host_snapshot(sorted(sites), max_depth=1)}
+
+
+def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path) -> None:
+    config = _gate_config()
+    sandbox, reason = probe_backend(backend, config)
+    if sandbox is None:
+        pytest.skip(f"{backend} not available: {reason}")
+    before = _host_state()
+    try:
+        report = run_suite(corpus, backends=[backend], config=config, jobs=2)
+    except CascadeError as exc:  # the only requested backend could not run the preflight
+        pytest.skip(f"{backend} cannot run the suite here: {exc}")
+    after = _host_state()
+    paths = write_report(report, tmp_path / "out")
+    print(paths["markdown"].read_text())
+    diff = snapshot_diff(before, after)
+    etc_changes = [d for d in diff if d[1:].startswith("/etc/") or d[1:] == "/etc"]
+    assert not etc_changes, f"/etc changed: {etc_changes[:10]}"
+    assert not suite_footprint(diff), f"host HOME or /tmp changed where the suite aims: {suite_footprint(diff)[:10]}"
+    assert report.listener["connections"] == [], "a sandboxed case reached the host's loopback listener"
+    summary = report.backends[0]
+    if not summary.available:
+        pytest.skip(f"{backend} cannot run the suite here: {summary.reason}")
+    assert summary.preflight["home_private"] and summary.preflight["tmp_private"]
+    assert summary.unsafe_total == DOMAINS * FRAMINGS and summary.benign_total == DOMAINS * FRAMINGS
+    failures = _failures(report)
+    assert not failures, f"{backend}: caught {summary.caught}/{summary.unsafe_total}, trace " \
+        f"{summary.trace_caught}/{summary.trace_total}, false alarms {summary.false_alarms}/" \
+        f"{summary.benign_total}:\n" + "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_full_suite_on_bwrap_catches_everything_and_leaves_the_host_unchanged(
+    corpus: list[RedteamCase], tmp_path: Path
+) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    _run_full_suite("bwrap", corpus, tmp_path)
+
+
+@pytest.mark.slow
+def test_full_suite_on_docker_catches_everything_and_leaves_the_host_unchanged(
+    corpus: list[RedteamCase], tmp_path: Path
+) -> None:
+    _run_full_suite("docker", corpus, tmp_path)
+
+
+def test_cli_writes_jsonl_and_markdown_for_a_benign_case(tmp_path: Path) -> None:
+    """`cascade redteam` end to end on one benign twin (quick): exit 0, one JSONL line, a table row."""
+    if probe_backend("bwrap", _gate_config())[0] is None:
+        pytest.skip("bwrap not available")
+    config = tmp_path / "c.yaml"
+    config.write_text("stage1:\n  enabled: false\n")
+    result = CliRunner().invoke(redteam, ["--backend", "bwrap", "--case", "benign-supply-chain-crash-reproduction",
+                                          "--config", str(config), "--out", str(tmp_path / "o"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    lines = (tmp_path / "o" / "redteam.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and '"outcome":"clean"' in lines[0]
+    assert "| benign-supply-chain-crash-reproduction | bwrap | clean |" in (tmp_path / "o" / "redteam.md").read_text()

@@ -1,0 +1,170 @@
+"""The test runner and environments on real pytest runs inside a real sandbox (bwrap where it works)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cascade.config import SandboxConfig
+from cascade.errors import ToolUnavailable
+from cascade.execution.envs import (
+    EnvironmentUnavailable,
+    EnvSpec,
+    current_environment,
+    ensure_environment,
+    resolve_python,
+)
+from cascade.execution.runner import run_pytest
+from cascade.sandbox.base import Sandbox
+from cascade.sandbox.select import get_sandbox
+from tests.conftest import MakeRepo
+
+OUTCOMES = """\
+import os
+import pytest
+
+def test_passes():
+    assert os.environ["TZ"] == "UTC" and os.environ["PYTHONHASHSEED"] == "0"
+
+def test_assertion():
+    assert 1 + 1 == 3
+
+def test_did_not_raise():
+    with pytest.raises(ValueError):
+        int("7")
+
+def test_crash_in_code():
+    len(None)
+
+@pytest.fixture
+def broken_fixture():
+    raise RuntimeError("fixture broke")
+
+def test_fixture_error(broken_fixture):
+    pass
+
+def test_missing_dependency():
+    import cascade_no_such_module  # noqa: F401
+
+class TestGroup:
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_param(self, n):
+        assert n == 1
+
+@pytest.mark.skip(reason="not here")
+def test_skipped():
+    pass
+"""
+
+
+def sandbox_for_tests() -> Sandbox:
+    """bwrap when it works here; otherwise the ``none`` backend, configured explicitly (the code run is our own)."""
+    try:
+        return get_sandbox(SandboxConfig(backend="bwrap"))
+    except ToolUnavailable:
+        return get_sandbox(SandboxConfig(backend="none"))
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return sandbox_for_tests()
+
+
+def test_every_outcome_class_on_real_failing_tests(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    repo = make_repo({"tests/test_outcomes.py": OUTCOMES})
+    run = run_pytest(sandbox, current_environment(), repo, ["tests/test_outcomes.py"], tag="t", timeout_seconds=120)
+    assert run.run_error is None, run.log_excerpt()
+    got = {t.test_id.split("::", 1)[1]: (t.status, t.failure_class, t.reason) for t in run.tests}
+    assert got == {
+        "test_passes": ("pass", None, ""),
+        "test_assertion": ("behavioural_fail", "assertion", "assertion"),
+        "test_did_not_raise": ("behavioural_fail", "assertion", "assertion"),
+        "test_crash_in_code": ("behavioural_fail", "crash", "exception raised in code"),
+        "test_fixture_error": ("setup_error", None, "fixture error"),
+        "test_missing_dependency": ("setup_error", None, "missing dependency"),
+        "TestGroup::test_param[1]": ("pass", None, ""),
+        "TestGroup::test_param[2]": ("behavioural_fail", "assertion", "assertion"),
+        "test_skipped": ("skipped", None, ""),
+    }
+    crash = run.by_id()["tests/test_outcomes.py::test_crash_in_code"]
+    assert crash.exception == "TypeError" and "has no len()" in crash.message
+    assert "TZ=UTC" in run.command and "PYTHONHASHSEED=0" in run.command
+    assert run.result.isolation == sandbox.isolation
+
+
+def test_collection_errors_are_setup_errors(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    repo = make_repo(
+        {
+            "test_probe_import.py": "from os import no_such_name\n\ndef test_x():\n    assert False\n",
+            "test_probe_missing.py": "import cascade_absent_dependency\n\ndef test_y():\n    assert False\n",
+            "test_fine.py": "def test_z():\n    assert True\n",
+        }
+    )
+    targets = ["test_probe_import.py", "test_probe_missing.py", "test_fine.py"]
+    run = run_pytest(sandbox, current_environment(), repo, targets, tag="c", timeout_seconds=120)
+    got = {t.test_id: (t.status, t.reason) for t in run.tests}
+    assert got["test_probe_import.py"] == ("setup_error", "collection error")
+    assert got["test_probe_missing.py"] == ("setup_error", "missing dependency")
+    assert got["test_fine.py::test_z"] == ("pass", "")  # the other files still ran
+
+
+def test_timeout_kills_the_run_and_is_a_setup_error(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    repo = make_repo({"test_slow.py": "import time\n\ndef test_forever():\n    time.sleep(600)\n"})
+    started = time.monotonic()
+    run = run_pytest(sandbox, current_environment(), repo, ["test_slow.py"], tag="s", timeout_seconds=3)
+    assert time.monotonic() - started < 60
+    assert run.run_error is not None and run.run_error.startswith("timeout")
+    assert run.tests == []
+
+
+def test_coverage_records_executed_lines(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    from cascade.execution.runner import executed_lines
+
+    repo = make_repo(
+        {
+            "mod.py": "def f(x):\n    if x:\n        return 1\n    return 2\n",
+            "test_mod.py": "from mod import f\n\ndef test_f():\n    assert f(True) == 1\n",
+        }
+    )
+    run = run_pytest(
+        sandbox, current_environment(), repo, ["test_mod.py"], tag="v", timeout_seconds=120,
+        coverage_include=[str(repo / "mod.py")],
+    )  # fmt: skip
+    assert executed_lines(run, repo / "mod.py") == {1, 2, 3}
+
+
+@pytest.fixture(scope="session")
+def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One venv cache per test session, so the uv build happens once."""
+    return tmp_path_factory.mktemp("envs")
+
+
+def test_uv_venv_is_built_once_and_cached(env_cache: Path, make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    import sys
+
+    spec = EnvSpec(repo="demo/demo", python=sys.executable, packages=["iniconfig"])
+    first = ensure_environment(spec, cache_dir=env_cache)
+    started = time.monotonic()
+    second = ensure_environment(spec, cache_dir=env_cache)
+    assert second == first and time.monotonic() - started < 5
+    assert first.venv_dir is not None and Path(first.python).is_file()
+    repo = make_repo({"test_env.py": "import iniconfig, coverage\n\ndef test_ok():\n    assert iniconfig\n"})
+    run = run_pytest(sandbox, first, repo, ["test_env.py"], tag="e", timeout_seconds=120)
+    assert [t.status for t in run.tests] == ["pass"], run.log_excerpt()
+
+
+def test_unknown_python_is_a_clear_unavailability() -> None:
+    with pytest.raises(EnvironmentUnavailable, match=r"no Python 2\.1 interpreter"):
+        resolve_python("2.1")
+    with pytest.raises(EnvironmentUnavailable, match="not found"):
+        resolve_python("/nonexistent/python3")
+
+
+def test_uninstallable_dependencies_make_the_environment_unavailable(env_cache: Path) -> None:
+    import sys
+
+    spec = EnvSpec(repo="demo/broken", python=sys.executable, packages=["cascade-no-such-package-xyz==0.0.1"])
+    with pytest.raises(EnvironmentUnavailable, match="uv pip install failed"):
+        ensure_environment(spec, cache_dir=env_cache)

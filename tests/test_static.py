@@ -1,0 +1,321 @@
+"""Stage 1 with real ruff and pyright on small git repositories (one shared base repository, many patches)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cascade.config import CascadeConfig, StaticConfig
+from cascade.context import ReviewContext
+from cascade.models import Diagnostic, EvidenceKind, Outcome, ReviewRequest, StageResult
+from cascade.patch import parse_patch
+from cascade.pipeline import review, run_stages
+from cascade.stages.static import StaticStage
+from cascade.static.fingerprint import fingerprint_all, new_diagnostics, normalize_message
+from cascade.static.rules import RepoLayout, rule_class
+from tests.conftest import diff_of, run_git
+
+pytestmark = pytest.mark.skipif(shutil.which("pyright") is None, reason="pyright is not installed")
+
+CORE = """import os
+from typing import Optional
+
+
+def add(a, b):
+    return a + b
+
+
+def helper(x):
+    return x * 2
+
+
+def maybe(flag: bool) -> Optional[str]:
+    return "x" if flag else None
+
+
+def legacy():
+    return undefined_thing
+"""
+
+USER = """from pkg.core import helper
+
+
+def use():
+    return helper(3)
+"""
+
+# The repository's own settings try to silence exactly what Stage 1 must see; they must not apply.
+PYPROJECT = """[tool.ruff]
+exclude = ["pkg"]
+
+[tool.ruff.lint]
+ignore = ["F821", "F"]
+
+[tool.pyright]
+typeCheckingMode = "off"
+reportUndefinedVariable = false
+reportCallIssue = false
+reportAttributeAccessIssue = false
+exclude = ["pkg"]
+"""
+
+PYRIGHTCONFIG = '{"typeCheckingMode": "off", "reportUndefinedVariable": false, "exclude": ["pkg"]}\n'
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("static") / "repo"
+    path.mkdir()
+    run_git(path, "init", "-q", "-b", "main")
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": CORE,
+        "pkg/user.py": USER,
+        "pyproject.toml": PYPROJECT,
+        "pyrightconfig.json": PYRIGHTCONFIG,
+    }
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    run_git(path, "add", "-A")
+    run_git(path, "commit", "-q", "-m", "base")
+    return path
+
+
+def stage1(repo: Path, changes: dict[str, str | None]) -> StageResult:
+    patch = diff_of(repo, changes)
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch), stages=[StaticStage()])
+    return verdict.stages[0]
+
+
+def static_diagnostics(result: StageResult, rejecting: bool) -> list[Diagnostic]:
+    return [
+        d
+        for e in result.evidence
+        if e.kind == EvidenceKind.STATIC and e.details["rejecting"] is rejecting
+        for d in e.diagnostics
+    ]
+
+
+def classes(result: StageResult) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for e in result.evidence:
+        if e.kind == EvidenceKind.STATIC:
+            counts.update(e.details["counts_by_class"])
+    return counts
+
+
+UNDEFINED_NAME_RULES = ["ruff:F821", "pyright:reportUndefinedVariable"]
+
+
+def test_undefined_name_is_rejected_when_opted_in_despite_the_repos_own_settings(repo: Path) -> None:
+    patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
+    default = review(ReviewRequest(repo=str(repo), patch_text=patch), stages=[StaticStage()]).stages[0]
+    assert default.outcome == Outcome.PASS  # not in the default allow-list (a resolved submission has one)
+    assert classes(default) == {"ruff:F821": 1, "pyright:reportUndefinedVariable": 1}
+    config = CascadeConfig(stage1=StaticConfig(reject_rules=UNDEFINED_NAME_RULES))
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+    result = verdict.stages[0]
+    assert result.outcome == Outcome.REJECT
+    cited = {(d.tool, d.rule) for d in static_diagnostics(result, rejecting=True)}
+    assert ("ruff", "F821") in cited
+    assert ("pyright", "reportUndefinedVariable") in cited
+    reject = result.evidence[0]
+    assert reject.grounded and reject.diagnostics[0].fingerprint and "missing_name" in reject.diagnostics[0].message
+    assert reject.diagnostics[0].source_line.strip() == "return a + b + missing_name"
+    assert any("--isolated" in c for c in reject.commands) and any(
+        "-p" in c and "pyright" in c for c in reject.commands
+    )
+    # the generated pyright configuration is recorded, not the repository's
+    assert reject.details["tool_configs"]["pyright"]["typeCheckingMode"] == "standard"
+
+
+def test_removing_a_function_an_unchanged_dependent_calls_is_rejected(repo: Path) -> None:
+    without_helper = CORE.replace("def helper(x):\n    return x * 2\n\n\n", "")
+    result = stage1(repo, {"pkg/core.py": without_helper})
+    assert result.outcome == Outcome.REJECT
+    info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
+    assert info.details["dependents"] == ["pkg/user.py"]
+    assert "helper" in info.details["names"]
+    assert {d.path for d in static_diagnostics(result, rejecting=True)} == {"pkg/user.py"}
+    assert "pyright:reportAttributeAccessIssue:in-repo-module" in classes(result)
+
+
+def test_removing_a_module_an_unchanged_dependent_imports_is_rejected(repo: Path) -> None:
+    result = stage1(repo, {"pkg/core.py": None, "pkg/extra.py": "def fresh():\n    return undefined_in_new_file\n"})
+    assert result.outcome == Outcome.REJECT
+    found = classes(result)
+    assert found["pyright:reportMissingImports:in-repo"] == 1  # pkg/user.py imports pkg.core
+    assert found["ruff:F821"] == 1  # the added file is checked in the patched tree only
+    info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
+    assert "pkg.core" in info.details["names"] and info.details["dependents"] == ["pkg/user.py"]
+
+
+def test_preexisting_error_that_moved_is_not_new(repo: Path) -> None:
+    shifted = CORE.replace("import os\n", "import os\n\nLIMIT = 3\n\n\ndef extra():\n    return LIMIT\n\n")
+    result = stage1(repo, {"pkg/core.py": shifted})
+    assert result.outcome == Outcome.PASS
+    assert classes(result) == {}
+    assert "0 new diagnostic" in result.reason
+
+
+def test_wrong_arity_to_an_in_repo_function_is_rejected(repo: Path) -> None:
+    result = stage1(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
+    assert result.outcome == Outcome.REJECT
+    assert classes(result) == {"pyright:reportCallIssue:in-repo": 1}
+    assert "Expected 1 positional argument" in result.evidence[0].diagnostics[0].message
+
+
+def test_stdlib_call_complaint_and_broad_rule_are_evidence_not_rejects(repo: Path) -> None:
+    body = CORE + "\n\ndef joined():\n    return os.path.join(1)\n\n\ndef shout():\n    return maybe(True).upper()\n"
+    result = stage1(repo, {"pkg/core.py": body})
+    assert result.outcome == Outcome.PASS
+    found = classes(result)
+    assert found.get("pyright:reportCallIssue") == 1  # stdlib callee: never the in-repo class
+    assert found.get("pyright:reportOptionalMemberAccess") == 1
+    assert all(d.fingerprint and d.line > 0 for d in static_diagnostics(result, rejecting=False))
+
+
+def test_syntax_error_is_rejected(repo: Path) -> None:
+    result = stage1(repo, {"pkg/core.py": CORE.replace("def add(a, b):", "def add(a, b:")})
+    assert result.outcome == Outcome.REJECT
+    assert "ruff:syntax-error" in classes(result)
+
+
+def test_missing_pyright_is_unavailable_and_never_rejects(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    git_dir = str(Path(shutil.which("git") or "/usr/bin/git").parent)
+    monkeypatch.setenv("PATH", os.pathsep.join(dict.fromkeys([git_dir, "/usr/bin", "/bin"])))
+    assert shutil.which("pyright") is None
+    result = stage1(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})  # only pyright sees this
+    assert result.outcome == Outcome.PASS
+    unavailable = [e for e in result.evidence if e.kind == EvidenceKind.UNAVAILABLE]
+    assert len(unavailable) == 1 and "pyright" in unavailable[0].summary and not unavailable[0].grounded
+
+
+def test_without_a_checkout_the_stage_is_skipped() -> None:
+    patch = parse_patch("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    request = ReviewRequest(repo="/nonexistent", patch_text=patch.text)
+    verdict = run_stages(ReviewContext(request=request, patch=patch), [StaticStage()])
+    assert verdict.stages[0].outcome == Outcome.SKIPPED
+    assert "repository unavailable" in verdict.stages[0].reason
+
+
+def test_fingerprints_ignore_line_numbers_but_count_repeats() -> None:
+    def diag(line: int, message: str = "Undefined name `x`") -> Diagnostic:
+        return Diagnostic(tool="ruff", rule="F821", path="m.py", line=line, message=message, source_line="  y = x")
+
+    base = fingerprint_all([diag(3)])
+    assert new_diagnostics(base, fingerprint_all([diag(9)])) == []
+    added = new_diagnostics(base, fingerprint_all([diag(9), diag(12)]))
+    assert len(added) == 1  # one more occurrence of the same finding is new
+    assert normalize_message("Redefinition of unused `f` from line 12") == normalize_message(
+        "Redefinition of unused `f` from line 40"
+    )
+
+
+def test_crashing_ruff_is_unavailable_and_pyright_still_grounds_the_reject(repo: Path) -> None:
+    patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
+    config = CascadeConfig(stage1=StaticConfig(ruff_select=["NOT-A-RULE"]))  # ruff exits 2 on it
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+    result = verdict.stages[0]
+    summaries = [e.summary for e in result.evidence if e.kind == EvidenceKind.UNAVAILABLE]
+    assert len(summaries) == 1 and summaries[0].startswith("ruff unavailable: ruff exited 2")
+    assert result.outcome == Outcome.REJECT
+    assert {d.tool for d in result.evidence[0].diagnostics} == {"pyright"}
+
+
+def test_tool_timeout_is_unavailable_and_never_rejects(repo: Path) -> None:
+    patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
+    config = CascadeConfig(stage1=StaticConfig(timeout_seconds=0.001))
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+    result = verdict.stages[0]
+    assert result.outcome == Outcome.PASS
+    summaries = sorted(e.summary for e in result.evidence if e.kind == EvidenceKind.UNAVAILABLE)
+    assert [s.split(":")[0] for s in summaries] == ["pyright unavailable", "ruff unavailable"]
+    assert all("timed out" in s for s in summaries)
+
+
+def test_cached_base_runs_give_the_same_verdict(repo: Path, tmp_path: Path) -> None:
+    patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
+    config = CascadeConfig(stage1=StaticConfig(cache_dir=str(tmp_path / "cache")))
+    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
+    runs = [review(request, stages=[StaticStage()]) for _ in "ab"]
+    first, second = (v.stages[0] for v in runs)
+    info = [next(e for e in r.evidence if e.kind == EvidenceKind.INFO) for r in (first, second)]
+    assert [i.details["base_from_cache"] for i in info] == [False, True]
+    assert first.outcome == second.outcome == Outcome.REJECT
+    prints = [[d.fingerprint for d in r.evidence[0].diagnostics] for r in (first, second)]
+    assert prints[0] == prints[1]
+
+
+RULES_SRC = """import json
+from pkg import mod
+from pkg.core import helper
+
+
+class Box:
+    def put(self, item):
+        return self.store(item, 1)
+
+    def store(self, item):
+        return item
+
+
+class Oops(ValueError):
+    pass
+
+
+def calls(payload):
+    json.dumps(payload, nope=1)
+    mod.run(1, 2)
+    helper(1, 2)
+    Oops("a", "b")
+"""
+
+
+def _call_diag(line: int, column: int, message: str = "Expected 1 positional argument") -> Diagnostic:
+    return Diagnostic(
+        tool="pyright", rule="reportCallIssue", path="pkg/user.py", line=line, column=column, message=message
+    )
+
+
+def test_in_repo_qualifiers_follow_the_callee_and_the_module(tmp_path: Path) -> None:
+    for rel, text in {"pkg/__init__.py": "", "pkg/mod.py": "", "pkg/user.py": RULES_SRC, "pkg/fast.pyx": ""}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    layout = RepoLayout(tmp_path)
+    lines = RULES_SRC.splitlines()
+
+    def at(fragment: str, inner: str) -> tuple[int, int]:
+        number = next(i for i, text in enumerate(lines, 1) if fragment in text)
+        return number, lines[number - 1].index(inner)
+
+    assert rule_class(_call_diag(*at("self.store(", "1)")), layout) == "pyright:reportCallIssue:in-repo"
+    assert rule_class(_call_diag(*at("mod.run(", "2)")), layout) == "pyright:reportCallIssue:in-repo"
+    assert rule_class(_call_diag(*at("helper(1, 2)", "2)")), layout) == "pyright:reportCallIssue:in-repo"
+    stdlib = _call_diag(*at("json.dumps(", "nope"), message='No parameter named "nope"')
+    assert rule_class(stdlib, layout) == "pyright:reportCallIssue"
+    assert rule_class(_call_diag(*at('Oops("a"', '"b"')), layout) == "pyright:reportCallIssue"  # ValueError's init
+
+    def missing(module: str) -> Diagnostic:
+        message = f'Import "{module}" could not be resolved'
+        return Diagnostic(tool="pyright", rule="reportMissingImports", path="pkg/user.py", line=1, message=message)
+
+    assert rule_class(missing("pkg.gone"), layout) == "pyright:reportMissingImports:in-repo"
+    assert rule_class(missing("pkg.fast"), layout) == "pyright:reportMissingImports"  # compiled twin exists
+    assert rule_class(missing("numpy"), layout) == "pyright:reportMissingImports"
+
+    def unknown_symbol(name: str) -> Diagnostic:
+        message = f'"{name}" is unknown import symbol'
+        return Diagnostic(
+            tool="pyright", rule="reportAttributeAccessIssue", path="pkg/user.py", line=3, message=message
+        )
+
+    (tmp_path / "pkg/core.py").write_text(
+        "import sys\nif sys.version_info[:2] >= (3, 6):\n    from pathlib import Path\n"
+    )
+    assert rule_class(unknown_symbol("Path"), layout) == "pyright:reportAttributeAccessIssue"  # bound conditionally
+    assert rule_class(unknown_symbol("gone"), layout) == "pyright:reportAttributeAccessIssue:in-repo-module"
