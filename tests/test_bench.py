@@ -116,7 +116,8 @@ def swe(tmp_path: Path) -> dict[str, Path]:
     calc = repos / "acme__calc"  # non-bare, SWE-bench spelling
     base = _init_repo(calc, {"calc/__init__.py": "", "calc/ops.py": OPS, "tests/test_ops.py": TEST_OPS})
     good = diff_of(calc, {"calc/ops.py": OPS + "\n\ndef sub(a, b):\n    return a - b\n"})
-    undefined = diff_of(calc, {"calc/ops.py": OPS.replace("a + b", "a + c")})
+    # a syntax error: undefined names left the default allow-list (one resolved submission has a latent NameError)
+    undefined = diff_of(calc, {"calc/ops.py": OPS.replace("a + b", "a + (b")})
     test_only = diff_of(calc, {"tests/test_ops.py": TEST_OPS + "\n\ndef test_more():\n    assert add(2, 2) == 4\n"})
     stale = undefined.replace("-    return a + b", "-    return a ** b")  # removes a line the file lacks
     tasks = [
@@ -140,7 +141,7 @@ def swe(tmp_path: Path) -> dict[str, Path]:
     ]
     patches = {
         "acme__calc-1": good,  # resolved → acceptable
-        "acme__calc-2": undefined,  # unresolved → defect, Stage 1 rejects (F821)
+        "acme__calc-2": undefined,  # unresolved → defect, Stage 1 rejects (syntax error)
         "acme__calc-3": "",  # empty class, Stage 0 rejects
         "acme__calc-4": test_only,  # unresolved → defect, Stage 0 rejects
         "acme__calc-5": stale,  # resolved but does not apply here → bad input
