@@ -353,7 +353,8 @@ def without_run_noise(report: str) -> Any:
             return [strip(v) for v in node]
         return node
 
-    text = re.sub(r"/tmp/cascade-[A-Za-z0-9_]+", "<tmp>", report)
+    text = re.sub(r"\b(base|patched)-cascade-[A-Za-z0-9_]+", r"\1", report)  # worktree names are unique per run
+    text = re.sub(r"/tmp/cascade-[A-Za-z0-9_]+", "<tmp>", text)
     return strip(json.loads(re.sub(r"\bin \d+(?:\.\d+)?s\b", "in <t>s", text)))
 
 
