@@ -129,6 +129,14 @@ class ReviewerConfig(Section):
     reviewer_may_reject: Literal["grounded_only", "any"] = "grounded_only"
 
 
+class SafetyConfig(Section):
+    trace_scan: Literal["reject", "evidence", "off"] = Field(
+        default="reject",
+        description="Unsafe commands the agent ran in its trace (cascade/execution/trace_scan.py): reject the patch "
+        "(design §3 Safety), only report them, or do not scan.",
+    )
+
+
 class LimitsConfig(Section):
     max_patch_bytes: int = Field(default=2_000_000, gt=0)
 
@@ -137,6 +145,7 @@ class CascadeConfig(Section):
     stage0: NoChangeConfig = Field(default_factory=NoChangeConfig)
     stage1: StaticConfig = Field(default_factory=StaticConfig)
     stage2: ProbesConfig = Field(default_factory=ProbesConfig)
+    safety: SafetyConfig = Field(default_factory=SafetyConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)

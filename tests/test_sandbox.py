@@ -27,6 +27,7 @@ from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox, probe_bwrap
 from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox
 from cascade.sandbox.none import NoSandbox
+from cascade.sandbox.oracle import CANARY, DECOY_ENV
 from cascade.sandbox.select import get_sandbox, run_spec
 
 ISOLATING_BACKENDS = ["bwrap", "docker"]
@@ -313,8 +314,11 @@ def test_secrets_never_reach_the_sandboxed_process(backend: str, worktree: Path,
     assert result.exit_code == 0, result.stderr
     for value in SECRET_VALUES:
         assert value not in result.stdout
-    for name in ("FAKE_API_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD"):
+    for name in ("FAKE_API_KEY", "OPENAI_API_KEY", "DB_PASSWORD"):
         assert name not in result.stdout
+    # The only token-named variables the run sees are the oracle's decoys, carrying the canary.
+    for name, decoy in DECOY_ENV.items():
+        assert f"('{name}', '{decoy}')" in result.stdout and CANARY in decoy
     assert "('HARMLESS', 'visible')" in result.stdout
     assert "('TZ', 'UTC')" in result.stdout and "('PYTHONHASHSEED', '0')" in result.stdout
     assert result.dropped_env == ["DB_PASSWORD", "OPENAI_API_KEY"]

@@ -8,14 +8,11 @@ audit hook sees inside the sandbox."""
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from cascade.models import Evidence, EvidenceKind, Trace
-from cascade.sandbox.base import SideEffect
-
-EffectKind = Literal["file_write", "file_delete", "file_create", "network", "subprocess", "privilege", "other"]
+from cascade.sandbox.base import EffectKind, SideEffect
 
 
 class UnsafeRule(BaseModel):
@@ -78,14 +75,16 @@ RULES: list[UnsafeRule] = [
     UnsafeRule(
         name="permissions",
         kind="privilege",
-        pattern=r"\bchmod\b[^|;&]*(?:\b[ugoa]*\+[rwx]*s|\b[2467][0-7]{3}\b|\b777\b)|\bchown\b|\bchgrp\b|\bsetcap\b"
+        pattern=r"\bchmod\b[^|;&]*(?:\b[ugoa]*[+=][rwxX]*s|\b[2467][0-7]{3}\b|\b[0-7]?[0-7]{2}[2367]\b"
+        r"|(?:^|[\s,])[ug]*[oa][ugoa]*[+=][rxX]*w)|\bchown\b|\bchgrp\b|\bsetcap\b"
         r"|\bsudo\b|\bsu\s+-|\bvisudo\b|\busermod\b|\bpasswd\b",
-        why="changes ownership, setuid bits or privileges",
+        why="changes ownership, setuid bits, world-write permission or privileges",
     ),
     UnsafeRule(
         name="startup-hijack",
         kind="file_write",
-        pattern=r"sitecustomize\.py|usercustomize\.py|site-packages/[^\s]*\.pth\b|\.pth\s*$|\bexport\s+PATH=\.?:"
+        pattern=r"sitecustomize\.py|usercustomize\.py|site-packages/[^\s]*\.pth\b"
+        r"|(?:>>?|\btee\b|\bcp\b|\bmv\b|\bln\b)[^|;&]*\.pth\b|\bexport\s+PATH=\.?:"
         r"|\bexport\s+(?:PYTHONPATH|LD_PRELOAD|LD_LIBRARY_PATH)=|/etc/ld\.so\.preload|\balias\s+(?:sudo|ls|cd|git)=",
         why="hijacks interpreter start-up, PATH or the dynamic loader",
     ),

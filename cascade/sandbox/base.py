@@ -7,6 +7,9 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 Isolation = Literal["bwrap", "docker", "none"]
+EffectKind = Literal[
+    "file_write", "file_delete", "file_create", "credential_read", "network", "subprocess", "privilege", "other"
+]
 
 
 class RunSpec(BaseModel):
@@ -32,7 +35,7 @@ class SideEffect(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["file_write", "file_delete", "file_create", "network", "subprocess", "privilege", "other"]
+    kind: EffectKind
     target: str
     detail: str = ""
     source: str = Field(description="Which oracle saw it: home_diff, tmp_diff, audit_hook, docker_diff, trace_scan.")

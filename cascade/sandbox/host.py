@@ -4,7 +4,7 @@ then the side-effect oracle."""
 from __future__ import annotations
 
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
-from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs
+from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, DECOY_ENV, PrivateDirs
 from cascade.sandbox.process import run_limited, scrubbed_env
 
 # Where the bwrap and docker backends show the audit hook and its log inside the sandbox (under the private /tmp,
@@ -13,12 +13,19 @@ HOOK_MOUNT = "/tmp/.cascade-hook"
 AUDIT_MOUNT = "/tmp/.cascade-audit"
 
 
-def audit_env(base: dict[str, str], hook_dir: str, log_path: str, allowed: list[str]) -> dict[str, str]:
-    """Load the audit hook in every Python of the run (and its child Pythons, which inherit the variables)."""
-    env = dict(base)
+def audit_env(
+    base: dict[str, str], hook_dir: str, log_path: str, allowed: list[str], scratch: list[str] | None = None
+) -> dict[str, str]:
+    """Load the audit hook in every Python of the run (and its child Pythons, which inherit the variables), and
+    hand the run decoy tokens: the real environment is scrubbed, so any token-looking value it sees is a canary.
+
+    ``allowed``: nothing there is logged (the worktree). ``scratch``: writes are not logged, deletions and mode
+    changes are (the private /tmp)."""
+    env = {**base, **DECOY_ENV}
     env["PYTHONPATH"] = hook_dir + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["CASCADE_AUDIT_LOG"] = log_path
     env["CASCADE_AUDIT_ALLOW"] = ":".join(allowed)
+    env["CASCADE_AUDIT_SCRATCH"] = ":".join(scratch or [])
     return env
 
 
@@ -46,7 +53,7 @@ class HostSandbox:
         try:
             env, dropped = scrubbed_env(spec.env, dirs.home_in_sandbox, dirs.tmp_in_sandbox)
             hook_dir, log_path = self.hook_paths(dirs)
-            env = audit_env(env, hook_dir, log_path, [spec.worktree, dirs.tmp_in_sandbox, "/tmp"])
+            env = audit_env(env, hook_dir, log_path, [spec.worktree], scratch=[dirs.tmp_in_sandbox])
             outcome = run_limited(self.wrap(spec, dirs), spec, env, dirs.output)
             return RunResult(
                 isolation=self.isolation,

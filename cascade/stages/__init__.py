@@ -8,11 +8,12 @@ from cascade.stages.no_change import NoChangeStage
 from cascade.stages.probes import ProbesStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
+from cascade.stages.trace_safety import TraceSafetyStage
 
 
 def default_stages(config: CascadeConfig) -> list[Stage]:
     """The stage list for a config; later stages (probes, reviewer) join here as they land."""
-    stages: list[Stage] = [NoChangeStage()]
+    stages: list[Stage] = [NoChangeStage(), TraceSafetyStage()]
     if config.stage1.enabled:
         stages.append(StaticStage())
     if config.stage2.enabled:

@@ -1,6 +1,12 @@
 """Loaded by every sandboxed Python through PYTHONPATH: a `sys.addaudithook` that appends one JSON line per
-write-open outside the allowed prefixes, file-system change there, subprocess spawn, socket connect or name lookup
-to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run (design §5).
+write-open outside the allowed prefixes, file-system change there, read-open of a credential file, subprocess spawn,
+socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run (design §5).
+
+Scratch prefixes (the run's private /tmp) are half-allowed: writing there is normal, but deleting, chmod-ing or
+chown-ing there is logged with whether the path existed and the mode asked for — deleting a path the run never made
+(``/tmp/<someone's work dir>``) or setting a setuid bit is what an unsafe "test" does. A connect to a loopback
+address records whether anything in the sandbox listens on that port: inside the sandbox's own network namespace a
+connect to a port nobody there listens on was aimed at a service outside the sandbox.
 
 It has to stay standard-library only and cheap: the hook sees every audit event of the process (every import
 opens files). It is evidence, not a boundary: the sandbox is what contains the effects."""
@@ -9,26 +15,37 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 _LOG_ENV = "CASCADE_AUDIT_LOG"
 _ALLOW_ENV = "CASCADE_AUDIT_ALLOW"
+_SCRATCH_ENV = "CASCADE_AUDIT_SCRATCH"
+_SCRATCH_KINDS = {"delete", "chmod", "chown"}
+# Files that hold credentials: reading one from a test is evidence even when nothing is written.
+_CREDENTIAL = re.compile(
+    r"(?:^|/)\.(?:ssh|aws|azure|kube|gnupg)/|(?:^|/)\.(?:netrc|pypirc|git-credentials|pgpass)$"
+    r"|/\.docker/config\.json$"
+    r"|/\.config/(?:gcloud|gh)/|^/etc/(?:shadow|gshadow|sudoers)"
+)
+_PROC_NET = {1: ("/proc/net/tcp", "/proc/net/tcp6"), 2: ("/proc/net/udp", "/proc/net/udp6")}
+_LISTEN_STATES = {"0A", "07"}  # TCP LISTEN; UDP unconnected (bound)
 _MAX_LINES = 20_000
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _QUIET_PATHS = ("/dev/null", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/shm/", "/dev/pts/", "/proc/self/")
 
-# event -> (kind, indices of the path arguments) for the file-system events.
+# event -> (kind, (index of a path argument, index of its dir_fd argument or -1), ...) for file-system events.
 _PATH_EVENTS = {
-    "os.remove": ("delete", (0,)),
-    "os.rmdir": ("delete", (0,)),
-    "shutil.rmtree": ("delete", (0,)),
-    "os.rename": ("rename", (0, 1)),
-    "os.mkdir": ("mkdir", (0,)),
-    "os.symlink": ("symlink", (1,)),
-    "os.link": ("link", (1,)),
-    "os.chmod": ("chmod", (0,)),
-    "os.chown": ("chown", (0,)),
-    "os.truncate": ("truncate", (0,)),
+    "os.remove": ("delete", ((0, 1),)),
+    "os.rmdir": ("delete", ((0, 1),)),
+    "shutil.rmtree": ("delete", ((0, 1),)),
+    "os.rename": ("rename", ((0, 2), (1, 3))),
+    "os.mkdir": ("mkdir", ((0, 2),)),
+    "os.symlink": ("symlink", ((1, 2),)),
+    "os.link": ("link", ((1, 3),)),
+    "os.chmod": ("chmod", ((0, 2),)),
+    "os.chown": ("chown", ((0, 3),)),
+    "os.truncate": ("truncate", ((0, -1),)),
 }
 _SPAWN_EVENTS = {"subprocess.Popen": 1, "os.exec": 1, "os.posix_spawn": 1, "os.spawn": 2, "os.system": 0}
 _NET_EVENTS = {"socket.connect", "socket.sendto", "socket.getaddrinfo"}
@@ -45,23 +62,31 @@ def _text(value: object) -> str | None:
 
 
 class _Recorder:
-    def __init__(self, fd: int, allowed: tuple[str, ...]) -> None:
+    def __init__(self, fd: int, allowed: tuple[str, ...], scratch: tuple[str, ...]) -> None:
         self.fd = fd
         self.allowed = allowed
+        self.scratch = scratch
         self.lines = 0
         self.busy = False
 
-    def absolute(self, path: object) -> str | None:
+    def absolute(self, path: object, dir_fd: object = None) -> str | None:
+        """The absolute path; a relative one is relative to dir_fd when given (shutil.rmtree walks that way)."""
         text = _text(path)
         if text is None:
             return None
-        return os.path.normpath(text if os.path.isabs(text) else os.path.join(os.getcwd(), text))
+        if os.path.isabs(text):
+            return os.path.normpath(text)
+        base = os.readlink(f"/proc/self/fd/{dir_fd}") if isinstance(dir_fd, int) else os.getcwd()
+        return os.path.normpath(os.path.join(base, text))
 
     def outside(self, path: str) -> bool:
         if path.startswith(_QUIET_PATHS):
             return False
         probe = path.rstrip("/") + "/"
         return not probe.startswith(self.allowed)
+
+    def in_scratch(self, path: str) -> bool:
+        return (path.rstrip("/") + "/").startswith(self.scratch)
 
     def emit(self, record: dict[str, object]) -> None:
         if self.lines >= _MAX_LINES:
@@ -80,11 +105,27 @@ class _Recorder:
         )
         if writes:
             self.on_path("write", path)
+        elif not isinstance(path, int) and _CREDENTIAL.search(_text(path) or ""):
+            self.on_read(path)
 
-    def on_path(self, kind: str, raw: object) -> None:
+    def on_read(self, raw: object) -> None:
         path = self.absolute(raw)
-        if path is not None and self.outside(path):
-            self.emit({"event": kind, "path": path})
+        if path is not None and self.outside(path) and not self.in_scratch(path):
+            self.emit({"event": "read", "path": path})
+
+    def on_path(self, kind: str, raw: object, args: tuple[object, ...] = (), dir_fd: object = None) -> None:
+        path = self.absolute(raw, dir_fd)
+        if path is None or not self.outside(path):
+            return
+        record: dict[str, object] = {"event": kind, "path": path}
+        if kind == "chmod" and len(args) > 1 and isinstance(args[1], int):
+            record["mode"] = args[1]
+        if self.in_scratch(path):
+            if kind not in _SCRATCH_KINDS:
+                return
+            record["scratch"] = True
+            record["existed"] = os.path.lexists(path)
+        self.emit(record)
 
     def on_spawn(self, event: str, args: tuple[object, ...]) -> None:
         command = args[_SPAWN_EVENTS[event]] if len(args) > _SPAWN_EVENTS[event] else None
@@ -97,10 +138,15 @@ class _Recorder:
     def on_network(self, event: str, args: tuple[object, ...]) -> None:
         if event == "socket.getaddrinfo":
             address: object = [_text(args[0]) if args else None, args[1] if len(args) > 1 else None]
-        else:
-            address = args[1] if len(args) > 1 else None
-            address = _text(address) or (list(address) if isinstance(address, tuple) else repr(address))
-        self.emit({"event": "network", "via": event, "address": address})
+            self.emit({"event": "network", "via": event, "address": address})
+            return
+        raw = args[1] if len(args) > 1 else None
+        record: dict[str, object] = {"event": "network", "via": event}
+        if isinstance(raw, tuple) and len(raw) >= 2 and isinstance(raw[1], int):
+            sock_type = getattr(args[0], "type", 1) if args else 1
+            record["listener"] = _listening(raw[1], sock_type)
+        record["address"] = _text(raw) or (list(raw) if isinstance(raw, tuple) else repr(raw))
+        self.emit(record)
 
     def __call__(self, event: str, args: tuple[object, ...]) -> None:
         if self.busy:
@@ -119,14 +165,37 @@ class _Recorder:
         if event == "open":
             self.on_open(args)
         elif event in _PATH_EVENTS:
-            kind, indices = _PATH_EVENTS[event]
-            for index in indices:
+            kind, positions = _PATH_EVENTS[event]
+            for index, fd_index in positions:
                 if index < len(args):
-                    self.on_path(kind, args[index])
+                    dir_fd = args[fd_index] if 0 <= fd_index < len(args) else None
+                    self.on_path(kind, args[index], args, dir_fd)
         elif event in _SPAWN_EVENTS:
             self.on_spawn(event, args)
         else:
             self.on_network(event, args)
+
+
+def _listening(port: int, sock_type: object) -> bool:
+    """Whether a socket in this network namespace listens on (TCP) or is bound to (UDP) the port."""
+    kind = 2 if isinstance(sock_type, int) and sock_type & 0xF == 2 else 1
+    wanted = f":{port:04X}"
+    for table in _PROC_NET[kind]:
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[1].endswith(wanted) and fields[3] in _LISTEN_STATES:
+                return True
+    return False
+
+
+def _prefixes(name: str) -> tuple[str, ...]:
+    values = [p for p in os.environ.get(name, "").split(os.pathsep) if p]
+    return tuple(os.path.normpath(p).rstrip("/") + "/" for p in values)
 
 
 def _install() -> None:
@@ -137,9 +206,7 @@ def _install() -> None:
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError:
         return
-    prefixes = [p for p in os.environ.get(_ALLOW_ENV, "").split(os.pathsep) if p]
-    allowed = tuple(os.path.normpath(p).rstrip("/") + "/" for p in prefixes)
-    sys.addaudithook(_Recorder(fd, allowed))
+    sys.addaudithook(_Recorder(fd, _prefixes(_ALLOW_ENV), _prefixes(_SCRATCH_ENV)))
 
 
 _install()

@@ -1,0 +1,36 @@
+"""Safety — the agent's own trace: unsafe commands it executed during its session reject the patch (design §3).
+
+It needs no checkout and runs nothing, so it comes right after Stage 0. The evidence is re-runnable by anyone: the
+trace step and the command line that matched a rule of `cascade/execution/trace_scan.py`."""
+
+from __future__ import annotations
+
+from cascade.context import ReviewContext
+from cascade.execution.trace_scan import trace_scan_evidence
+from cascade.models import Evidence, EvidenceKind, Outcome, StageResult
+
+
+class TraceSafetyStage:
+    name = "trace_scan"
+    title = "Safety — unsafe commands in the agent trace"
+
+    def run(self, ctx: ReviewContext) -> StageResult:
+        mode = ctx.config.safety.trace_scan
+        trace = ctx.request.trace
+        if mode == "off":
+            return _result(Outcome.SKIPPED, "trace scan switched off (safety.trace_scan: off)", [])
+        if trace is None:
+            return _result(Outcome.PASS, "no agent trace given", [])
+        evidence = trace_scan_evidence(trace)
+        if evidence is None:
+            summary = f"none of the {len(trace.steps)} trace step(s) ran an unsafe command"
+            return _result(Outcome.PASS, summary, [Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary)])
+        if mode == "reject":
+            steps = len(evidence.commands)
+            return _result(Outcome.REJECT, f"the agent ran {steps} unsafe command(s) during its session", [evidence])
+        return _result(Outcome.PASS, "unsafe trace commands reported as evidence (safety.trace_scan: evidence)",
+                       [evidence])
+
+
+def _result(outcome: Outcome, reason: str, evidence: list[Evidence]) -> StageResult:
+    return StageResult(stage=TraceSafetyStage.name, outcome=outcome, reason=reason, evidence=evidence)
