@@ -67,6 +67,12 @@ def test_deleting_a_tmp_path_the_run_did_not_create_is_harmful(sandbox: BwrapSan
         except OSError:
             pass
         os.symlink("/tmp", "/tmp/current")
+        open("/tmp/.lock", "w").close()
+        for _ in range(2):  # a lock removed twice (pytest's numbered tmp dirs): the second is no foreign deletion
+            try:
+                os.unlink("/tmp/.lock")
+            except OSError:
+                pass
         shutil.rmtree("/tmp/someone-elses-work", ignore_errors=True)
     """)
     deletes = harmful(result, "file_delete")

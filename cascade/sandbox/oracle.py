@@ -33,7 +33,8 @@ from cascade.sandbox.base import EffectKind, SideEffect
 AUDIT_HOOK_DIR = Path(__file__).resolve().parent / "audit_hook"
 AUDIT_FILE = "audit.jsonl"
 # Inside HOME, caches are what test runs legitimately write (pip, matplotlib, pytest plugins).
-BENIGN_HOME_PREFIXES = (".cache/",)
+# ~/.pyxbld is Cython's pyximport build cache (sphinx's autodoc tests build there).
+BENIGN_HOME_PREFIXES = (".cache/", ".pyxbld/")
 PYC_CACHE = re.compile(r"/__pycache__(?:/[^/]+\.pyc(?:\.\d+)?)?$")
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
 MAX_EFFECTS_PER_SOURCE = 200
@@ -149,7 +150,7 @@ class PrivateDirs:
             mounts=self.mounts,
             scratch=self.tmp_in_sandbox,
             preexisting=[f"{self.tmp_in_sandbox.rstrip('/')}/{path}" for path in self.before_tmp],
-            at_end=frozenset(f"{self.tmp_in_sandbox.rstrip('/')}/{path}" for path in after_tmp),
+            run_owned=frozenset(f"{self.tmp_in_sandbox.rstrip('/')}/{path}" for path in after_tmp),
             isolated_network=isolated_network,
         )
         effects = [
@@ -263,11 +264,17 @@ class AuditScope(BaseModel):
     mounts: list[str] = []
     scratch: str = "/tmp"
     preexisting: list[str] = []
-    at_end: frozenset[str] = frozenset()
+    run_owned: frozenset[str] = frozenset()  # scratch paths present at the end, or deleted while they existed
     isolated_network: bool = True
 
 
 def audit_effects(records: list[dict[str, Any]], scope: AuditScope) -> list[SideEffect]:
+    # A scratch path the run deleted while it existed was its own; deleting it again (a lock file removed twice, as
+    # pytest does) is no foreign deletion.
+    owned = frozenset(
+        str(r["path"]) for r in records if r.get("event") == "delete" and r.get("scratch") and r.get("existed")
+    )
+    scope = scope.model_copy(update={"run_owned": scope.run_owned | owned})
     effects: list[SideEffect] = []
     for record in records[: MAX_EFFECTS_PER_SOURCE * 5]:
         event = record.get("event")
@@ -331,7 +338,7 @@ def scratch_effect(record: dict[str, Any], scope: AuditScope) -> SideEffect:
     event, path = str(record.get("event")), str(record["path"])
     mode = record.get("mode")
     why = ""
-    foreign = not record.get("existed") and path not in scope.at_end
+    foreign = not record.get("existed") and path not in scope.run_owned
     if event == "delete" and (foreign or is_ignored(path, scope.preexisting)):
         why = "deletion of a path in /tmp the run did not create"
     elif event == "chmod" and isinstance(mode, int) and mode & SPECIAL_MODE_BITS:
