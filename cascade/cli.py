@@ -106,6 +106,12 @@ def cli() -> None:
 @click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
 @click.option("--llm-cassette", default=None, metavar="PATH", help="Record/replay LLM answers here (llm.cassette).")
 @click.option("--llm-mode", type=click.Choice(["off", "record", "replay"]), default=None, help="llm.cassette_mode.")
+@click.option(
+    "--reproducible/--no-reproducible",
+    default=None,
+    help="Leave wall-clock times out of the report, so identical runs give identical reports "
+    "[default: on with an LLM cassette (record or replay), off otherwise].",
+)
 def review(
     patch: str | None,
     repo: str,
@@ -119,10 +125,12 @@ def review(
     model: str | None,
     llm_cassette: str | None,
     llm_mode: str | None,
+    reproducible: bool | None,
 ) -> None:
     """Review PATCH (a unified diff file, or '-' for stdin) against --repo."""
     from cascade.llm.overrides import with_llm_overrides
     from cascade.pipeline import review as run_review
+    from cascade.report.stable import reproducible as without_times
 
     config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode)
     patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
@@ -135,6 +143,10 @@ def review(
         config=config,
     )
     verdict = run_review(request)
+    if reproducible is None:  # a cassette run exists to be reproduced: its recording and replay must match
+        reproducible = config.llm.cassette_mode != "off"
+    if reproducible:
+        verdict = without_times(verdict)
     _emit(verdict, cast(Format, fmt), output)
     sys.exit(verdict.exit_code)
 

@@ -184,6 +184,9 @@ class Verdict(BaseModel):
     policy: dict[str, Any] = Field(default_factory=dict)
     cost: Cost = Field(default_factory=Cost)
     apply_method: str | None = Field(default=None, description="How the patch was applied: git-apply or patch-fuzz.")
+    reproducible: bool = Field(
+        default=False, description="True when wall-clock times were left out (every seconds field is 0)."
+    )
 
     @property
     def exit_code(self) -> int:

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 
 from cascade import __version__
 from cascade.context import ReviewContext
+from cascade.llm.errors import CassetteMiss
 from cascade.models import (
     Cost,
     Decision,
@@ -20,6 +21,7 @@ from cascade.models import (
     Verdict,
 )
 from cascade.patch import parse_patch
+from cascade.report.stable import run_placeholders, stable_result
 from cascade.stages import default_stages
 from cascade.stages.base import Stage
 from cascade.workspace import Workspace
@@ -28,16 +30,21 @@ _DECISIVE = {Outcome.ACCEPT: Decision.ACCEPT, Outcome.REJECT: Decision.REJECT, O
 
 
 def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
-    """Run one stage, timing it; a crash becomes a recorded `skipped` result, never an accept."""
+    """Run one stage, timing it; a crash becomes a recorded `skipped` result, never an accept. The result names
+    no temporary path of this run (see cascade.report.stable), so reports are stable and later stages see that too.
+    A cassette replay miss ends the review: the replay could not reproduce the recorded run."""
     started = time.perf_counter()
     try:
         result = stage.run(ctx)
+    except CassetteMiss:
+        raise
     except Exception as exc:
         reason = f"stage crashed: {type(exc).__name__}: {exc}"
         evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
         result = StageResult(stage=stage.name, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
     result.cost.seconds = round(time.perf_counter() - started, 4)
-    return result
+    workspace = ctx.workspace
+    return stable_result(result, run_placeholders(workspace.base_dir, workspace.patched_dir) if workspace else {})
 
 
 def decide(results: list[StageResult], policy: dict[str, object], apply_method: str | None) -> Verdict:

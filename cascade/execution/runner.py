@@ -257,7 +257,7 @@ def run_pytest(
         result=result,
         coverage_file=coverage_file,
     )
-    run.tests, run.run_error = _read_outcomes(result, junit)
+    run.tests, run.run_error = _read_outcomes(result, junit, timeout_seconds)
     return run
 
 
@@ -266,9 +266,9 @@ def _shell_line(env: dict[str, str], argv: list[str]) -> str:
     return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in shown.items()), *map(shlex.quote, argv)])
 
 
-def _read_outcomes(result: RunResult, junit: Path) -> tuple[list[TestResult], str | None]:
-    if result.timed_out:
-        return [], f"timeout after {result.seconds:.0f}s"
+def _read_outcomes(result: RunResult, junit: Path, timeout_seconds: float) -> tuple[list[TestResult], str | None]:
+    if result.timed_out:  # the limit, not the measured time: the same run must give the same report
+        return [], f"timeout after {timeout_seconds:g}s"
     if not junit.is_file():
         return [], f"crash: pytest wrote no report (exit code {result.exit_code})"
     try:

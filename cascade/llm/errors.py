@@ -1,4 +1,6 @@
-"""Why an LLM call produced no answer. Stages turn each into a defined `uncertain` with the message as reason."""
+"""Why an LLM call produced no answer. Stages turn each `LLMError` into a defined `uncertain` with the message as
+reason; a cassette replay miss instead ends the review (exit 3).
+"""
 
 from __future__ import annotations
 
@@ -28,7 +30,12 @@ class LLMNotConfigured(LLMError):
     exit_code = EXIT_BAD_INPUT
 
 
-class CassetteMiss(LLMError):
-    """Replay found no recorded reply for a request; a replay never falls through to a live call."""
+class CassetteMiss(CascadeError):
+    """Replay found no recorded reply for a request; a replay never falls through to a live call.
+
+    Not an `LLMError`: stages turn those into a defined verdict, but a replay that cannot reproduce its recording
+    has no verdict to give. It ends the review (`cascade.pipeline.run_stage` lets it through) with exit 3, like
+    any input that cannot be reviewed as given — here, a cassette that does not hold this run.
+    """
 
     exit_code = EXIT_BAD_INPUT

@@ -14,7 +14,6 @@ block cannot know the nonce it will be wrapped with, so it cannot close its bloc
 from __future__ import annotations
 
 import hashlib
-import re
 from importlib import resources
 from string import Template
 from typing import TYPE_CHECKING
@@ -23,12 +22,12 @@ from pydantic import BaseModel, ConfigDict
 
 from cascade.errors import CascadeError
 from cascade.llm.cassette import ChatMessage
+from cascade.report.stable import run_placeholders, stable_text, without_durations
 
 if TYPE_CHECKING:
     from cascade.context import ReviewContext
 
 USER_SEPARATOR = "=== USER ==="
-_DURATION = re.compile(r"\bin \d+(?:\.\d+)?s\b")  # pytest's "1 failed in 0.28s"
 
 
 class PromptTemplate(BaseModel):
@@ -83,16 +82,13 @@ def truncate(text: str, limit: int) -> str:
 
 
 def run_paths(ctx: ReviewContext) -> dict[str, str]:
-    """This run's temporary worktree paths and the placeholders that stand for them in prompts."""
+    """This run's temporary worktree paths and the placeholders that stand for them (the reports' own tokens)."""
     if ctx.workspace is None:
         return {}
-    base, patched = str(ctx.workspace.base_dir), str(ctx.workspace.patched_dir)
-    return {base: "<base>", patched: "<patched>", str(ctx.workspace.base_dir.parent): "<worktrees>"}
+    return run_placeholders(ctx.workspace.base_dir, ctx.workspace.patched_dir)
 
 
 def stabilize(text: str, paths: dict[str, str]) -> str:
     """Remove what changes from run to run (temporary paths, wall times) so the same review gives the same
     prompt — a cassette replays only identical prompts — and the model is not distracted by noise."""
-    for path in sorted(paths, key=len, reverse=True):
-        text = text.replace(path, paths[path])
-    return _DURATION.sub("in <t>s", text)
+    return without_durations(stable_text(text, paths))

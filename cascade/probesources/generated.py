@@ -7,8 +7,8 @@ patched run, so the generator cannot fit its test to the patch. Generated probes
 they may support an accept (``may_accept=True``). The prompt is the versioned template
 ``probes/probe_generator.v1.md``; every untrusted text sits in a nonce-delimited data block.
 
-An LLM failure (budget, model, cassette miss) ends the source for this review: it proposes nothing more, and
-the reason is kept in ``notes`` for Stage 2's report; the LLM cost is kept in ``cost``.
+An LLM failure (budget, model) ends the source for this review: it proposes nothing more, and the reason is
+kept in ``notes`` for Stage 2's report; the LLM cost is kept in ``cost``. A cassette replay miss ends the review.
 """
 
 from __future__ import annotations

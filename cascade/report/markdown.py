@@ -10,8 +10,9 @@ import html
 import json
 import re
 
-from cascade.models import Decision, Evidence, StageResult, Verdict
+from cascade.models import Decision, Evidence, Verdict
 from cascade.report import view
+from cascade.report.stable import placeholders_used, seconds_label
 
 GITHUB_COMMENT_LIMIT = 65_536
 DEFAULT_LIMIT = 60_000  # well under GitHub's limit, leaving room for anything a workflow wraps around it
@@ -90,10 +91,11 @@ def _headline(verdict: Verdict) -> list[str]:
     ]
 
 
-def _stages_table(stages: list[StageResult]) -> str:
+def _stages_table(verdict: Verdict) -> str:
     lines = ["### Stages", "", "| # | Stage | Outcome | Seconds | Reason |", "|---:|---|---|---:|---|"]
-    for i, s in enumerate(stages):
-        lines.append(f"| {i} | {code(s.stage)} | {s.outcome.value} | {s.cost.seconds:.2f} | {cell(s.reason)} |")
+    for i, s in enumerate(verdict.stages):
+        seconds = seconds_label(verdict, s.cost)
+        lines.append(f"| {i} | {code(s.stage)} | {s.outcome.value} | {seconds} | {cell(s.reason)} |")
     return "\n".join(lines)
 
 
@@ -158,12 +160,20 @@ def _skipped(verdict: Verdict) -> str | None:
     return "\n".join(lines)
 
 
+def _legend(verdict: Verdict) -> str | None:
+    """What the placeholders in the evidence stand for: replace them to re-run a command."""
+    used = placeholders_used(verdict)
+    if not used:
+        return None
+    return "Placeholders: " + "; ".join(f"{code(token)} {cell(meaning)}" for token, meaning in used.items()) + "."
+
+
 def render_markdown(verdict: Verdict, *, limit: int = DEFAULT_LIMIT) -> str:
     """The PR comment; at most ``limit`` characters (blocks that do not fit are dropped with a note)."""
     budget = _Budget(min(limit, GITHUB_COMMENT_LIMIT))
     blocks: list[str | None] = [
         "\n".join(_headline(verdict)),
-        _stages_table(verdict.stages),
+        _stages_table(verdict),
         _diagnostics(view.diagnostic_rows(verdict)),
         _votes(verdict),
         _skipped(verdict),
@@ -172,6 +182,7 @@ def render_markdown(verdict: Verdict, *, limit: int = DEFAULT_LIMIT) -> str:
     evidence = [_evidence_block(s.stage, e) for s in verdict.stages for e in s.evidence]
     if evidence:
         blocks.append("### Evidence")
+        blocks.append(_legend(verdict))
     for block in [*blocks, *evidence]:
         if block is not None:
             budget.add(block)

@@ -9,8 +9,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from cascade.models import Decision, Evidence, Outcome, StageResult, Verdict
+from cascade.models import Decision, Evidence, Outcome, Verdict
 from cascade.report import view
+from cascade.report.stable import placeholders_used, seconds_label
 
 WIDTH = 100
 
@@ -39,16 +40,16 @@ def _summary(verdict: Verdict) -> RenderableType:
     return Group(title, grid)
 
 
-def _stages_table(stages: list[StageResult]) -> Table:
+def _stages_table(verdict: Verdict) -> Table:
     table = Table(title="Stages", title_justify="left", box=box.SIMPLE_HEAD, expand=True)
     table.add_column("#", justify="right", width=2)
     table.add_column("stage", no_wrap=True)
     table.add_column("outcome", no_wrap=True)
     table.add_column("seconds", justify="right", no_wrap=True)
     table.add_column("reason", ratio=1)
-    for i, s in enumerate(stages):
+    for i, s in enumerate(verdict.stages):
         outcome = Text(s.outcome.value, style=_OUTCOME_STYLE[s.outcome])
-        table.add_row(str(i), s.stage, outcome, f"{s.cost.seconds:.2f}", Text(s.reason))
+        table.add_row(str(i), s.stage, outcome, seconds_label(verdict, s.cost), Text(s.reason))
     return table
 
 
@@ -71,7 +72,10 @@ def _evidence(verdict: Verdict) -> RenderableType | None:
     grid.add_column(ratio=1, overflow="fold")
     for stage, e in items:
         grid.add_row(stage, _evidence_text(e))
-    return Group(Text("Evidence", style="bold italic"), grid)
+    legend = [Text(f"  {token}: {meaning}", style="dim") for token, meaning in placeholders_used(verdict).items()]
+    if legend:
+        legend.insert(0, Text("Placeholders in the evidence (replace them to re-run a command):", style="dim"))
+    return Group(Text("Evidence", style="bold italic"), grid, *legend)
 
 
 def _diagnostics_table(rows: list[view.Row]) -> Table | None:
@@ -138,7 +142,7 @@ def render_text(verdict: Verdict, *, color: bool = False) -> str:
     rows = view.diagnostic_rows(verdict)
     sections: list[RenderableType | None] = [
         _summary(verdict),
-        _stages_table(verdict.stages),
+        _stages_table(verdict),
         _evidence(verdict),
         _diagnostics_table(rows),
         _legend(rows),

@@ -131,7 +131,7 @@ def headline(verdict: Verdict) -> str:
 
 def cost_line(verdict: Verdict) -> str:
     c = verdict.cost
-    line = f"{c.seconds:.2f} s"
+    line = "times left out (reproducible report)" if verdict.reproducible else f"{c.seconds:.2f} s"
     if c.llm_calls:
         line += f", {c.llm_calls} LLM call(s), {c.prompt_tokens + c.completion_tokens} tokens, ${c.dollars:.4f}"
     else:

@@ -11,8 +11,9 @@ first place is uncertain. Policy ``reviewer_may_reject: grounded_only`` (default
 reject vote cites a grounded finding (static, probe, regression, side-effect or trace-scan evidence of an earlier
 stage); otherwise the reject becomes uncertain. ``any`` lets the majority reject on its own.
 
-No model configured → ``skipped`` (the verdict is uncertain and says why). A budget running out, a failing model,
-or a cassette replay miss → ``uncertain`` with that reason. The stage never accepts on an error.
+No model configured → ``skipped`` (the verdict is uncertain and says why). A budget running out or a failing model
+→ ``uncertain`` with that reason; a cassette replay miss ends the review (exit 3). The stage never accepts on an
+error.
 """
 
 from __future__ import annotations
