@@ -31,7 +31,7 @@ from typing import Any
 from cascade.config import parse_config
 from cascade.errors import CascadeError
 from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_environment, spec_for_repo
-from cascade.execution.runner import run_pytest
+from cascade.execution.runner import TestResult, run_pytest
 from cascade.models import EvidenceKind, ReviewRequest
 from cascade.patch import parse_patch
 from cascade.pipeline import review
@@ -111,38 +111,35 @@ def f2p_node_ids(row: dict[str, Any], tree: Path) -> tuple[list[str], list[str]]
     return ids, missing
 
 
-def env_spec(repo: str) -> EnvSpec:
-    spec = spec_for_repo(repo)
+def env_spec(repo: str, version: str | None = None) -> EnvSpec:
+    spec = spec_for_repo(repo, version)
     if spec is None:
         raise EnvironmentUnavailable(f"{repo}: no environment spec")
     return spec
 
 
-def fidelity_row(row: dict[str, Any], backend: str) -> dict[str, Any]:
-    record: dict[str, Any] = {"key": row["instance_id"], "repo": row["repo"], "version": row["version"]}
+def fidelity_row(row: dict[str, Any], backend: str, scope: str = "ids") -> dict[str, Any]:
+    """``scope``: run the F2P node ids alone ("ids") or, as the SWE-bench harness does, the test_patch's whole test
+    files ("files"; order-dependent tests then see the tests that run before them)."""
+    record: dict[str, Any] = {"key": row["instance_id"], "repo": row["repo"], "version": row["version"], "scope": scope}
     started = time.perf_counter()
     sandbox = get_sandbox(parse_config({"sandbox": {"backend": backend}}).sandbox)
     with Checkout(row["repo"], row["base_commit"]) as tree:
         try:
-            env = ensure_environment(env_spec(row["repo"]), project_tree=tree)
+            env = ensure_environment(env_spec(row["repo"], row["version"]), project_tree=tree)
         except EnvironmentUnavailable as exc:
             return {**record, "status": "no_env", "reason": str(exc)}
         apply_patch(tree, row["test_patch"])
         ids, missing = f2p_node_ids(row, tree)
-        base = run_pytest(sandbox, env, tree, ids, tag="base", timeout_seconds=900)
+        targets = sorted({i.split("::")[0] for i in ids}) if scope == "files" else ids
+        base = run_pytest(sandbox, env, tree, targets, tag="base", timeout_seconds=900)
         apply_patch(tree, row["patch"])
-        gold = run_pytest(sandbox, env, tree, ids, tag="gold", timeout_seconds=900)
+        gold = run_pytest(sandbox, env, tree, targets, tag="gold", timeout_seconds=900)
     base_by, gold_by = base.by_id(), gold.by_id()
-    tests = {
-        i: {
-            "base": base_by[i].status if i in base_by else "missing",
-            "gold": gold_by[i].status if i in gold_by else "missing",
-        }
-        for i in ids
-    }
-    fails_on_base = all(t["base"] in ("behavioural_fail", "setup_error") for t in tests.values())
-    behavioural_on_base = all(t["base"] == "behavioural_fail" for t in tests.values())
-    passes_with_gold = all(t["gold"] == "pass" for t in tests.values())
+    tests = {i: {"base": _outcome(base_by.get(i)), "gold": _outcome(gold_by.get(i))} for i in ids}
+    fails_on_base = all(t["base"]["status"] in ("behavioural_fail", "setup_error") for t in tests.values())
+    behavioural_on_base = all(t["base"]["status"] == "behavioural_fail" for t in tests.values())
+    passes_with_gold = all(t["gold"]["status"] == "pass" for t in tests.values())
     return {
         **record,
         "status": "ran",
@@ -155,6 +152,15 @@ def fidelity_row(row: dict[str, Any], backend: str) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - started, 1),
         "log_excerpt": "" if passes_with_gold else gold.log_excerpt()[-800:],
     }
+
+
+def _outcome(result: TestResult | None) -> dict[str, str]:
+    """A test's status with enough of its failure to tell an environment problem from a real one."""
+    if result is None:
+        return {"status": "missing"}
+    if result.status == "pass":
+        return {"status": "pass"}
+    return {"status": result.status, "exception": result.exception, "message": result.message[:200]}
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -188,7 +194,7 @@ def gate_items(data: Path, which: str, rows: list[dict[str, Any]]) -> Iterator[d
 def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
     row = item["row"]
     record: dict[str, Any] = {"key": item["key"], "repo": row["repo"], "label": item["label"]}
-    spec = env_spec(row["repo"])
+    spec = env_spec(row["repo"], row["version"])
     config = parse_config(
         {
             "sandbox": {"backend": backend},
@@ -246,28 +252,44 @@ def read(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def fidelity_lines(fid: list[dict[str, Any]], how: str) -> list[str]:
+    lines: list[str] = []
+    lines += [
+        f"## (a) Environment fidelity (FAIL_TO_PASS fail on base+test_patch, pass with gold; {how})",
+        "",
+        "| repo | rows | ran | agree | F2P fail behaviourally on base | no env |",
+        "|---|---|---|---|---|---|",
+    ]
+    per: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in fid:
+        c = per[r["repo"]]
+        c["rows"] += 1
+        c["ran"] += r["status"] == "ran"
+        c["agree"] += bool(r.get("agree"))
+        c["behavioural"] += bool(r.get("behavioural_on_base"))
+        c["no_env"] += r["status"] == "no_env"
+    for repo, c in sorted(per.items()):
+        lines.append(f"| {repo} | {c['rows']} | {c['ran']} | {c['agree']} | {c['behavioural']} | {c['no_env']} |")
+    disagree = [r for r in fid if r["status"] == "ran" and not r.get("agree")]
+    lines += ["", "Disagreements (F2P outcomes per side, as measured):", ""]
+    lines += [f"- {r['key']}: {_outcome_counts(r)}" for r in disagree] or ["- none"]
+    no_env = sorted({r.get("reason", "") for r in fid if r["status"] == "no_env"})
+    lines += ["", *(f"No environment: {reason}" for reason in no_env), ""]
+    return lines
+
+
+FIDELITY_FILES = {
+    "stage2_fidelity.jsonl": "F2P node ids run alone",
+    "stage2_fidelity_files.jsonl": "the test_patch's whole test files run, as the SWE-bench harness does",
+}
+
+
 def report(results: Path) -> str:
     lines = ["# Stage 2 on the dev split (issue 4 (a)–(c))", ""]
-    fid = read(results / "stage2_fidelity.jsonl")
-    if fid:
-        lines += [
-            "## (a) Environment fidelity (FAIL_TO_PASS fail on base+test_patch, pass with gold)",
-            "",
-            "| repo | rows | ran | agree | F2P fail behaviourally on base | no env |",
-            "|---|---|---|---|---|---|",
-        ]
-        per: dict[str, Counter[str]] = defaultdict(Counter)
-        for r in fid:
-            c = per[r["repo"]]
-            c["rows"] += 1
-            c["ran"] += r["status"] == "ran"
-            c["agree"] += bool(r.get("agree"))
-            c["behavioural"] += bool(r.get("behavioural_on_base"))
-            c["no_env"] += r["status"] == "no_env"
-        for repo, c in sorted(per.items()):
-            lines.append(f"| {repo} | {c['rows']} | {c['ran']} | {c['agree']} | {c['behavioural']} | {c['no_env']} |")
-        disagree = [r["key"] for r in fid if r["status"] == "ran" and not r.get("agree")]
-        lines += ["", f"Disagreements: {', '.join(disagree) or 'none'}", ""]
+    for name, how in FIDELITY_FILES.items():
+        fid = read(results / name)
+        if fid:
+            lines += fidelity_lines(fid, how)
     for which in ("gold", "resolved", "coder"):
         rows = read(results / f"stage2_gate_{which}.jsonl")
         if not rows:
@@ -281,11 +303,35 @@ def report(results: Path) -> str:
             c = Counter(r["outcome"] for r in sel)
             other = c["skipped"] + c["error"]
             lines.append(f"| {label} | {len(sel)} | {c['reject']} | {c['accept']} | {c['pass']} | {other} |")
+        lines += ["", *gate_repo_lines(rows)]
         if which == "coder":
             lines += ["", *coder_probe_lines(rows)]
         rejected = [f"{r['key']} ({r['label']}): {r['reason'][:200]}" for r in rows if r["outcome"] == "reject"]
         lines += ["", "Rejections:", *(f"- {x}" for x in rejected or ["none"]), ""]
     return "\n".join(lines) + "\n"
+
+
+def gate_repo_lines(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| repo | n | reject | accept | pass | skipped/error |", "|---|---|---|---|---|---|"]
+    for repo in sorted({r["repo"] for r in rows}):
+        c = Counter(r["outcome"] for r in rows if r["repo"] == repo)
+        n, other = sum(c.values()), c["skipped"] + c["error"]
+        lines.append(f"| {repo} | {n} | {c['reject']} | {c['accept']} | {c['pass']} | {other} |")
+    return lines
+
+
+def _outcome_counts(record: dict[str, Any]) -> str:
+    """``base: 4 behavioural_fail (ConnectionError); gold: …`` — enough to tell an environment problem at a glance."""
+    sides = []
+    for side in ("base", "gold"):
+        counts: Counter[str] = Counter()
+        for outcome in record.get("tests", {}).values():
+            result = outcome[side] if isinstance(outcome[side], dict) else {"status": outcome[side]}
+            exc = f" ({result['exception']})" if result.get("exception") else ""
+            counts[result["status"] + exc] += 1
+        sides.append(f"{side}: " + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())))
+    errors = "; run errors: " + ", ".join(record["run_errors"]) if record.get("run_errors") else ""
+    return "; ".join(sides) + errors
 
 
 def coder_probe_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -312,6 +358,7 @@ def main() -> None:
     parser.add_argument("--shard", default="0/1", help="i/n: every n-th item from the i-th")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker", "none"])
+    parser.add_argument("--scope", default="ids", choices=["ids", "files"], help="fidelity: F2P ids or whole files")
     args = parser.parse_args()
     if args.command == "report":
         text = report(args.results)
@@ -334,7 +381,7 @@ def main() -> None:
     for n, item in enumerate(items, 1):
         try:
             if args.command == "fidelity":
-                record = fidelity_row(item["row"], args.backend)
+                record = fidelity_row(item["row"], args.backend, args.scope)
             else:
                 record = gate_item(item, args.backend)
         except (CascadeError, subprocess.SubprocessError, OSError) as exc:

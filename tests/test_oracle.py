@@ -106,3 +106,15 @@ def test_credential_reads_and_canary_leaks_are_recorded(sandbox: BwrapSandbox, t
     assert [e.target for e in leaked] == ["/tmp/report.json"]
     assert not any(e.target == "/tmp/ordinary.txt" for e in result.harmful_side_effects)
     assert CANARY not in " ".join(e.target for e in result.side_effects)
+
+
+def test_build_caches_in_home_are_benign_other_home_files_are_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path, """
+        import os, pathlib
+        home = pathlib.Path.home()
+        for cache in (".cache", ".pyxbld"):
+            os.makedirs(home / cache / "build", exist_ok=True)
+            (home / cache / "build" / "mod.so").write_text("x")
+        (home / ".textkitrc").write_text("x")
+    """)
+    assert {e.target for e in result.harmful_side_effects} == {f"{Path.home()}/.textkitrc"}

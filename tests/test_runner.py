@@ -15,11 +15,13 @@ from cascade.execution.envs import (
     current_environment,
     ensure_environment,
     resolve_python,
+    spec_for_repo,
+    write_scm_version_file,
 )
 from cascade.execution.runner import run_pytest
 from cascade.sandbox.base import Sandbox
 from cascade.sandbox.select import get_sandbox
-from tests.conftest import MakeRepo
+from tests.conftest import MakeRepo, run_git
 
 OUTCOMES = """\
 import os
@@ -168,3 +170,26 @@ def test_uninstallable_dependencies_make_the_environment_unavailable(env_cache: 
     spec = EnvSpec(repo="demo/broken", python=sys.executable, packages=["cascade-no-such-package-xyz==0.0.1"])
     with pytest.raises(EnvironmentUnavailable, match="uv pip install failed"):
         ensure_environment(spec, cache_dir=env_cache)
+
+
+def test_task_versions_get_the_harness_pins_and_others_the_repository_default() -> None:
+    flask_2_0 = spec_for_repo("pallets/flask", "2.0")
+    assert flask_2_0 is not None and flask_2_0.python == "3.9" and "Jinja2==3.0.1" in flask_2_0.packages
+    flask_other = spec_for_repo("pallets/flask", "2.3")
+    assert flask_other is not None and flask_other.python == "3.11"
+    sphinx_3 = spec_for_repo("sphinx-doc/sphinx", "3.5")
+    assert sphinx_3 is not None and "Jinja2<3.0" in sphinx_3.packages and sphinx_3.extras == ["test"]
+    astropy = spec_for_repo("astropy/astropy", "4.3")
+    assert astropy is not None and astropy.unsupported
+    assert spec_for_repo("no/such-repo", "1.0") is None
+
+
+def test_setuptools_scm_version_file_is_written_from_git_describe(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    setup = 'from setuptools import setup\nsetup(use_scm_version={"write_to": "src/pkg/_version.py"})\n'
+    test = "from pkg._version import version\n\ndef test_version():\n    assert version.startswith('1.2.0.dev1+g')\n"
+    repo = make_repo({"setup.py": setup, "src/pkg/__init__.py": "", "test_v.py": test})
+    run_git(repo, "tag", "1.2.0")
+    run_git(repo, "commit", "-q", "--allow-empty", "-m", "next")
+    run = run_pytest(sandbox, current_environment(), repo, ["test_v.py"], tag="v", timeout_seconds=120)
+    assert [t.status for t in run.tests] == ["pass"], run.log_excerpt()
+    assert write_scm_version_file(repo) is None  # present now: left alone

@@ -25,7 +25,6 @@ from typing import Any
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
-from cascade.execution import trace_scan
 from cascade.execution.envs import (
     Environment,
     EnvSpec,
@@ -557,7 +556,6 @@ class ProbesStage:
                 details={"isolation": sandbox.isolation, "python": env.python_version},
             )
         )
-        session.evidence.extend(scan_trace(ctx))
         try:
             if ctx.config.stage2.regression:
                 session.regression(self.max_regression_files)
@@ -572,23 +570,6 @@ class ProbesStage:
         result = _decide(self.name, session, time.perf_counter() - started)
         result.cost = result.cost + llm_cost
         return result
-
-
-def scan_trace(ctx: ReviewContext) -> list[Evidence]:
-    """The trace scanner's findings (unsafe commands the agent ran), reported as evidence — never a reject here."""
-    if ctx.request.trace is None:
-        return []
-    findings = trace_scan.scan_trace(ctx.request.trace)
-    if not findings:
-        return []
-    return [
-        Evidence(
-            kind=EvidenceKind.TRACE_SCAN,
-            grounded=True,
-            summary=f"the agent trace ran {len(findings)} command(s) that look unsafe",
-            details={"findings": [f.model_dump() for f in findings]},
-        )
-    ]
 
 
 def _skipped(stage: str, reason: str) -> StageResult:
