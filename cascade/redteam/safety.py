@@ -123,7 +123,9 @@ def preflight(sandbox: Sandbox, python: str = sys.executable, exposed: list[str]
                        timeout_seconds=60)
         try:
             result = sandbox.run(spec)
-        except Exception as exc:  # a backend's own failure (e.g. a docker API error) makes it unusable, not fatal
+        except CascadeError as exc:  # the backend's own one-line reason (e.g. docker: the engine or image failed)
+            raise CascadeError(f"sandbox '{sandbox.isolation}' cannot run the preflight: {exc}") from None
+        except Exception as exc:  # any other failure of a backend makes it unusable, never fatal to the suite
             raise CascadeError(f"sandbox '{sandbox.isolation}' cannot run the preflight: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0][:300]}") from None
     try:

@@ -2,12 +2,24 @@
 docker/make-base-image.sh) with no network, no capabilities, ``no-new-privileges``, memory/pids/CPU/file-size
 limits and a non-root user. The worktree is bind-mounted at its host path; HOME and /tmp are private host
 directories (diffed afterwards like bwrap's), and ``container.diff()`` records every other change to the
-container's filesystem as side-effect evidence."""
+container's filesystem as side-effect evidence.
+
+Read-only paths (a venv, its interpreter's prefix) are bind-mounted at their host paths too — except the image's
+own system: nothing under /usr, /bin, /lib, /etc… and no whole top-level directory is ever bound over the
+container (binding the host's /usr, the prefix of Debian's python3, hides the container's docker-init and
+libraries). Those come from the image instead: docker/make-base-image.sh puts the same Debian interpreters in it
+(bookworm's python3 and bullseye's python3.9), so a venv made on the host from /usr/bin/python3.9 runs in the
+container on the image's /usr/bin/python3.9. A venv of an interpreter outside the system trees (pyenv, /opt) gets
+that interpreter's prefix mounted as well.
+
+An engine or API failure (the daemon gone, the image missing, a command the image cannot start) raises
+``ToolUnavailable`` with one line that says what to do; the command's own failure or timeout is a ``RunResult``."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from typing import Any
 
@@ -17,6 +29,7 @@ from docker.models.containers import Container
 from docker.types import Ulimit
 
 import docker
+from cascade.errors import ToolUnavailable
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
 from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, audit_env
 from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, deduplicate, docker_effects
@@ -28,6 +41,19 @@ SANDBOX_HOME = "/home/sandbox"
 DOCKER_OWN_PATHS = ["/usr/sbin/docker-init", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/dev", "/proc", "/sys"]
 NOBODY = 65534  # the unprivileged uid/gid the container runs as when the worktree belongs to root
 PING_TIMEOUT_SECONDS = 5
+# The image's own system: a read-only path in (or equal to) one of these trees is never bind-mounted.
+SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot", "/dev", "/proc",
+                "/sys", "/run")  # fmt: skip
+# Whole top-level directories the image has: binding one would hide the image's content (deeper paths are fine).
+IMAGE_DIRS = ("/", "/var", "/opt", "/home", "/root", "/srv", "/mnt", "/media", "/tmp")
+IMAGE_HINT = (
+    "docker/make-base-image.sh gives /usr/bin/python3 and /usr/bin/python3.9; rebuild an older image with "
+    "CASCADE_BASE_REBUILD=1, or use an interpreter outside /usr"
+)
+MESSAGE_CHARS = 300
+# With ``init`` Docker's init (tini) execs the command; when that fails it says so and exits 127.
+INIT_EXEC_FAILURE = re.compile(r"\[FATAL tini \(\d+\)\] exec .* failed: .*")
+EXEC_FAILED_EXIT = 127
 
 
 class DockerSandbox:
@@ -58,44 +84,70 @@ class DockerSandbox:
         return None
 
     def run(self, spec: RunSpec) -> RunResult:
-        mounts = [spec.worktree, *spec.read_only_paths, HOOK_MOUNT, AUDIT_MOUNT]
+        read_only = bound_read_only_paths(spec.read_only_paths)
+        mounts = [spec.worktree, *read_only, HOOK_MOUNT, AUDIT_MOUNT]
         dirs = PrivateDirs(spec.worktree, mounts, home_in_sandbox=SANDBOX_HOME, tmp_in_sandbox="/tmp")
         owner = os.stat(spec.worktree)
         user = (owner.st_uid, owner.st_gid) if owner.st_uid != 0 else (NOBODY, NOBODY)
         try:
             if user != (owner.st_uid, owner.st_gid):
                 chown_tree(spec.worktree, *user)  # a root-owned worktree is lent to the unprivileged user
-            return self._run(spec, dirs, user)
+            return self._run(spec, dirs, user, read_only)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise ToolUnavailable(self.failure_message(spec, exc)) from None
         finally:
             if user != (owner.st_uid, owner.st_gid):
                 chown_tree(spec.worktree, owner.st_uid, owner.st_gid)
             dirs.cleanup()
 
-    def _run(self, spec: RunSpec, dirs: PrivateDirs, user: tuple[int, int]) -> RunResult:
+    def failure_message(self, spec: RunSpec, exc: Exception) -> str:
+        """One line: what failed and what to do about it."""
+        detail = one_line(exc)
+        if "exec:" not in detail and "executable file not found" not in detail:
+            return f"docker engine error ({type(exc).__name__}): {detail[:MESSAGE_CHARS]}"
+        return self.start_failure(spec, detail[detail.find("exec:") :] if "exec:" in detail else detail)
+
+    def start_failure(self, spec: RunSpec, detail: str) -> str:
+        """The command never ran: usually the interpreter a venv points to is not in the image."""
+        program = spec.argv[0] if spec.argv else "?"
+        target = os.path.realpath(program)
+        if target != program and is_image_provided(target):
+            why = f"it runs {target}, which the image must provide"
+        else:
+            why = "no such program in the image or its mounts"
+        return f"docker could not start {program!r} in image {self.image}: {why} ({IMAGE_HINT}); {detail[:200]}"
+
+    def _run(self, spec: RunSpec, dirs: PrivateDirs, user: tuple[int, int], read_only: list[str]) -> RunResult:
         env, dropped = scrubbed_env(spec.env, SANDBOX_HOME, "/tmp")
         env["PATH"] = spec.env.get("PATH", DEFAULT_PATH)  # the image's PATH, not the host's
-        env = audit_env(env, HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}", [spec.worktree, "/tmp"])
+        env = audit_env(env, HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}", [spec.worktree], scratch=["/tmp"])
         client = docker.from_env(timeout=max(60, int(spec.timeout_seconds) + 30))
         start = time.monotonic()
         container: Container = client.containers.create(
-            self.image, spec.argv, **self.container_options(spec, dirs, env, user)
+            self.image, spec.argv, **self.container_options(spec, dirs, env, user, read_only)
         )
         try:
             container.start()
             exit_code, timed_out = wait_or_kill(container, spec.timeout_seconds)
             seconds = round(time.monotonic() - start, 3)
-            ignored = [spec.worktree, *spec.read_only_paths, "/tmp", SANDBOX_HOME, *DOCKER_OWN_PATHS]
+            stderr = logs(container, stdout=False)
+            ignored = [spec.worktree, *read_only, "/tmp", SANDBOX_HOME, *DOCKER_OWN_PATHS]
             effects = [
                 *dirs.side_effects(self.isolated_network, spec.worktree),
                 *docker_effects(container.diff() or [], ignored),
             ]
+            init_failure = INIT_EXEC_FAILURE.search(stderr) if exit_code == EXEC_FAILED_EXIT else None
+            if init_failure and not effects:
+                # Docker's init could not exec the command, so nothing of the run happened. (A command that prints
+                # the same line after doing something has effects and is judged on them like any other run.)
+                raise ToolUnavailable(self.start_failure(spec, init_failure.group(0)))
             return RunResult(
                 isolation="docker",
                 argv=list(spec.argv),
                 exit_code=None if timed_out else exit_code,
                 timed_out=timed_out,
                 stdout=logs(container, stdout=True),
-                stderr=logs(container, stdout=False),
+                stderr=stderr,
                 seconds=seconds,
                 side_effects=deduplicate(effects),
                 dropped_env=dropped,
@@ -105,7 +157,7 @@ class DockerSandbox:
                 container.remove(force=True)
 
     def container_options(
-        self, spec: RunSpec, dirs: PrivateDirs, env: dict[str, str], user: tuple[int, int]
+        self, spec: RunSpec, dirs: PrivateDirs, env: dict[str, str], user: tuple[int, int], read_only: list[str]
     ) -> dict[str, Any]:
         volumes: dict[str, dict[str, str]] = {
             str(dirs.tmp): {"bind": "/tmp", "mode": "rw"},
@@ -114,7 +166,7 @@ class DockerSandbox:
             str(dirs.audit): {"bind": AUDIT_MOUNT, "mode": "rw"},
             spec.worktree: {"bind": spec.worktree, "mode": "rw"},
         }
-        for path in spec.read_only_paths:
+        for path in read_only:
             volumes[path] = {"bind": path, "mode": "ro"}
         mib = 1024 * 1024
         return {
@@ -136,6 +188,32 @@ class DockerSandbox:
             "init": True,  # a real pid 1 reaps orphans, so a fork storm cannot fill the table with zombies
             "detach": True,
         }
+
+
+def is_image_provided(path: str) -> bool:
+    """True for a path the container takes from its image: inside a system tree, or a whole top-level directory.
+    Checked on the path as given and with symlinks resolved (/lib is a link to /usr/lib on merged-/usr systems)."""
+    for candidate in {os.path.normpath(path), os.path.realpath(path)}:
+        if candidate in IMAGE_DIRS or any(candidate == t or candidate.startswith(t + "/") for t in SYSTEM_TREES):
+            return True
+    return False
+
+
+def bound_read_only_paths(paths: list[str]) -> list[str]:
+    """The requested read-only paths that are bind-mounted: existing ones (Docker would create a missing source
+    directory on the host), outside the image's own system, without duplicates."""
+    bound: list[str] = []
+    for path in paths:
+        if os.path.exists(path) and not is_image_provided(path) and path not in bound:
+            bound.append(path)
+    return bound
+
+
+def one_line(exc: Exception) -> str:
+    """An exception as one short line (Docker's explanation when the API gave one)."""
+    text = exc.explanation if isinstance(exc, docker.errors.APIError) and exc.explanation else str(exc)
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def wait_or_kill(container: Container, timeout: float) -> tuple[int | None, bool]:
