@@ -110,11 +110,13 @@ def test_credential_reads_and_canary_leaks_are_recorded(sandbox: BwrapSandbox, t
 
 def test_build_caches_in_home_are_benign_other_home_files_are_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path, """
-        import os, pathlib
+        import os, pathlib, shutil
         home = pathlib.Path.home()
         for cache in (".cache", ".pyxbld"):
             os.makedirs(home / cache / "build", exist_ok=True)
             (home / cache / "build" / "mod.so").write_text("x")
         (home / ".textkitrc").write_text("x")
+        shutil.rmtree(home / ".cache")  # the whole cache: destructive
     """)
-    assert {e.target for e in result.harmful_side_effects} == {f"{Path.home()}/.textkitrc"}
+    assert {e.target for e in result.harmful_side_effects} == {f"{Path.home()}/.textkitrc", f"{Path.home()}/.cache"}
+    assert any(e.kind == "file_delete" and e.target.endswith("/.cache") for e in result.harmful_side_effects)

@@ -320,7 +320,9 @@ def path_effect(record: dict[str, Any], scope: AuditScope) -> SideEffect:
     in_home = relative_to(path, scope.home)
     in_scratch = any(relative_to(path, place) is not None for place in (scope.worktree, scope.scratch, "/dev/shm"))
     bytecode = PYC_CACHE.search(path) is not None and any(relative_to(path, m) is not None for m in scope.mounts)
-    benign = in_scratch or bytecode or (in_home is not None and f"{in_home}/".startswith(BENIGN_HOME_PREFIXES))
+    # Inside a cache anything goes; the cache directory itself may be made, not removed (that is the user's cache).
+    cache_dir = in_home is not None and f"{in_home}/" in BENIGN_HOME_PREFIXES and event == "mkdir"
+    benign = in_scratch or bytecode or cache_dir or (in_home is not None and in_home.startswith(BENIGN_HOME_PREFIXES))
     return SideEffect(
         kind=PATH_EVENT_KINDS.get(event, "other"),
         target=path,
