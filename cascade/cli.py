@@ -11,7 +11,7 @@ import click
 
 from cascade import __version__
 from cascade.config import load_config
-from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
+from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError, read_input_text
 from cascade.models import ReviewRequest, Verdict
 from cascade.patch import decode_patch_bytes
 from cascade.report import FORMATS, Format, render
@@ -24,19 +24,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 def fail(message: str, code: int) -> None:
     click.echo(f"cascade: error: {message}", err=True)
     sys.exit(code)
-
-
-def _read_text_file(path: str | None, what: str) -> str | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise BadInput(f"{what} path is a directory: {path}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{what} file is not valid UTF-8: {path}") from None
 
 
 def _read_patch(patch: str | None, git_range: str | None, repo: str, max_bytes: int) -> tuple[str, str | None]:
@@ -138,7 +125,7 @@ def review(
         repo=repo,
         base_ref=base_ref or range_base or "HEAD",
         patch_text=patch_text,
-        issue_text=_read_text_file(issue_file, "issue"),
+        issue_text=read_input_text(issue_file, "issue") if issue_file else None,
         trace=load_trace(trace_file) if trace_file else None,
         config=config,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 EXIT_ACCEPT = 0
 EXIT_REJECT = 1
 EXIT_UNCERTAIN = 2
@@ -23,3 +25,15 @@ class BadInput(CascadeError):
 
 class ToolUnavailable(CascadeError):
     """An external tool (pyright, ruff, bwrap, docker, a model) is missing or crashed."""
+
+
+def read_input_text(path: str | Path, what: str) -> str:
+    """A user-supplied text file; a missing, directory or non-UTF-8 path is bad input named by ``what``."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise BadInput(f"{what} path is a directory: {path}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{what} file is not valid UTF-8: {path}") from None

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cascade.errors import BadInput
+from cascade.errors import BadInput, read_input_text
 from cascade.models import Trace, TraceStep
 
 
@@ -29,13 +29,7 @@ def trace_from_data(data: Any, source: str = "") -> Trace:
 
 
 def load_trace(path: str | Path) -> Trace:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"trace file not found: {path}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"trace file is not valid UTF-8: {path}") from None
+    text = read_input_text(path, "trace")
     try:
         data: Any = json.loads(text)
     except json.JSONDecodeError:

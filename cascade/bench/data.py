@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cascade.bench.rows import BenchCase, LabelClass
-from cascade.errors import BadInput
+from cascade.errors import BadInput, read_input_text
 
 GOLD_MODEL = "gold"
 M = TypeVar("M", bound=BaseModel)
@@ -43,20 +43,9 @@ class Prediction(BaseModel):
     model_patch: str | None = None
 
 
-def _read_text(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise BadInput(f"{what} path is a directory: {path}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{what} file is not valid UTF-8: {path}") from None
-
-
 def _json_records(path: Path, what: str) -> list[Any]:
     """Records of a JSONL file, or of a JSON list, or the values of a JSON mapping keyed by instance."""
-    text = _read_text(path, what)
+    text = read_input_text(path, what)
     try:
         whole: Any = json.loads(text)
     except json.JSONDecodeError:
@@ -99,7 +88,7 @@ def load_predictions(path: str | Path) -> list[Prediction]:
 
 def load_resolved(path: str | Path) -> set[str]:
     """Resolved instance ids of a harness results JSON."""
-    text = _read_text(Path(path), "results")
+    text = read_input_text(path, "results")
     try:
         data: Any = json.loads(text)
     except json.JSONDecodeError:
