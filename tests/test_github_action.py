@@ -22,23 +22,18 @@ import yaml
 
 from cascade.config import load_config
 from cascade.errors import BadInput
-from cascade.github_action import (
+from cascade.github_action.api import next_page
+from cascade.github_action.event import IssueComment, parse_formats, read_inputs
+from cascade.github_action.publish import (
     COMMENT_LIMIT,
     MARKER,
-    IssueComment,
-    ReviewRun,
     clip_utf8,
     comment_body,
     find_own_comment,
     format_outputs,
-    gate_exit_code,
-    linked_issue_numbers,
-    next_page,
-    parse_formats,
-    read_inputs,
-    review_config,
-    review_env,
 )
+from cascade.github_action.review import ReviewRun, linked_issue_numbers, review_config, review_env
+from cascade.github_action.run import gate_exit_code
 from cascade.models import Decision, Verdict
 from cascade.sandbox.process import is_secret_name
 from tests.conftest import run_git

@@ -1,0 +1,3 @@
+from cascade.github_action.run import main
+
+main()
