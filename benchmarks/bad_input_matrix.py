@@ -97,7 +97,8 @@ def venv_without_tools(path: Path) -> str:
     return str(path / "bin" / "python")
 
 
-def cases(tmp: Path) -> list[Case]:
+def cases(tmp: Path, twins_only: bool = False) -> list[Case]:
+    """The matrix; ``twins_only`` keeps the patch cases that run with a CRLF twin (what tests/test_crlf.py runs)."""
     demo = str(make_demo_repo(tmp / "demo"))
     plain = tmp / "plain"
     plain.mkdir()
@@ -129,7 +130,7 @@ def cases(tmp: Path) -> list[Case]:
     (config / "tiny.yaml").write_text("limits:\n  max_patch_bytes: 100\n")
     no_path = {"PATH": "/usr/bin:/bin"}
     repo = ["--repo", demo]
-    return [
+    matrix = [
         Case("demo fix.diff (LF)", repo, fix),
         Case("demo clean.diff (LF)", repo, clean),
         Case("syntax error", repo, syntax_error),
@@ -153,7 +154,7 @@ def cases(tmp: Path) -> list[Case]:
             repo,
             fix,
             env=no_path,
-            python=venv_without_tools(tmp / "venv"),
+            python="" if twins_only else venv_without_tools(tmp / "venv"),
             crlf_twin=False,
         ),
         Case("output to a missing dir", [*repo, "--output", str(tmp / "no/such/dir/r.txt")], fix, crlf_twin=False),
@@ -164,6 +165,7 @@ def cases(tmp: Path) -> list[Case]:
         Case("unreachable api_base", [*repo, "--config", str(config / "unreachable.yaml")], clean, crlf_twin=False),
         Case("partial mirror (missing blob)", ["--repo", partial], clean),
     ]
+    return [c for c in matrix if c.crlf_twin] if twins_only else matrix
 
 
 def with_crlf(data: str | bytes) -> bytes:
@@ -172,6 +174,7 @@ def with_crlf(data: str | bytes) -> bytes:
 
 
 def run(case: Case, tmp: Path, patch: bytes | None, label: str) -> tuple[str, int, str, str, float]:
+    """Run one case: (label, exit code, first line of stderr+stdout, the text report's reason line, seconds)."""
     args = list(case.args)
     if patch is not None:
         path = tmp / f"{label.replace(' ', '_').replace('/', '_')}.diff"

@@ -13,6 +13,8 @@ from cascade.errors import BadInput
 from cascade.models import FileKind, FilePatch, Hunk, Patch
 
 _DEV_NULL = "/dev/null"
+# Lines whose form the diff format fixes: when these end in CR, the whole patch went through a CRLF conversion
+_HEADER_PREFIXES = ("diff --git ", "--- ", "+++ ", "@@ ", "index ")
 
 
 def matches_glob(path: str, pattern: str) -> bool:
@@ -82,9 +84,23 @@ def _file_patch(pf: PatchedFile, config: NoChangeConfig) -> FilePatch:
     )
 
 
+def normalize_line_endings(text: str) -> str:
+    """The patch with LF line endings when a CRLF conversion (Windows agents, some APIs) touched its diff headers.
+
+    Otherwise unchanged: a ``git diff`` of files that themselves have CRLF lines keeps those CRs in its content
+    lines but not in its headers, and the CRs are then part of the change."""
+    lines = text.splitlines(keepends=True)
+    if not any(ln.startswith(_HEADER_PREFIXES) and ln.endswith("\r\n") for ln in lines):
+        return text
+    return "".join(ln[:-2] + "\n" if ln.endswith("\r\n") else ln for ln in lines)
+
+
 def parse_patch(text: str, config: NoChangeConfig | None = None) -> Patch:
-    """Parse diff text. Empty text is a valid, empty patch (Stage 0 rejects it); anything else must parse."""
+    """Parse diff text. Empty text is a valid, empty patch (Stage 0 rejects it); anything else must parse.
+    Every reader of a patch goes through here, so a CRLF patch is normalised once, for every stage and for applying
+    it, and gets the verdict of its LF twin."""
     config = config or NoChangeConfig()
+    text = normalize_line_endings(text)
     if not text.strip():
         return Patch(text=text, files=[])
     try:
