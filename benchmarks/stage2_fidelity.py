@@ -37,7 +37,7 @@ from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.sandbox.select import get_sandbox
 from cascade.stages.probes import ProbesStage
-from cascade.trace import load_trace
+from cascade.traces import load_trace
 from cascade.workspace import apply_patch, git
 
 DATA = Path("/work/shared/data/swebench")

@@ -15,7 +15,7 @@ from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
 from cascade.models import ReviewRequest, Verdict
 from cascade.patch import decode_patch_bytes
 from cascade.report import FORMATS, Format, render
-from cascade.trace import load_trace
+from cascade.traces import load_trace
 from cascade.workspace import git, resolve_commit, resolve_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,7 +86,12 @@ def cli() -> None:
 @click.option("--base", "base_ref", default=None, help="Ref the patch applies to [default: HEAD or the range's base].")
 @click.option("--git", "git_range", default=None, metavar="BASE..HEAD", help="Review a commit range instead of a file.")
 @click.option("--issue", "issue_file", default=None, help="File with the task/issue text.")
-@click.option("--trace", "trace_file", default=None, help="Agent trace (SWE-agent .traj, JSON or JSONL).")
+@click.option(
+    "--trace",
+    "trace_file",
+    default=None,
+    help="Agent trace: SWE-agent .traj, moatless, OpenHands or Claude Code (format read from content).",
+)
 @click.option("--config", "config_file", default=None, help="YAML config (see configs/default.yaml).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--output", default=None, help="Write the report here instead of stdout.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,16 +68,65 @@ class Patch(Frozen):
         return [f for f in self.files if f.kind == FileKind.CODE]
 
 
+class ShellCommand(Frozen):
+    """A command line the agent had executed (a shell, or an agent tool that runs like one)."""
+
+    kind: Literal["command"] = "command"
+    command: str
+
+
+class FileWrite(Frozen):
+    """The agent wrote a whole file (created it, or replaced its content)."""
+
+    kind: Literal["write"] = "write"
+    path: str = Field(description="Repository-relative when the trace shows the checkout root, else as written.")
+    content: str
+
+
+class LineEdit(Frozen):
+    """The agent replaced lines ``start``..``end`` (1-based, inclusive; ``end = start - 1`` inserts) by ``lines``
+    (none: the lines are deleted)."""
+
+    kind: Literal["line_edit"] = "line_edit"
+    path: str
+    start: int = Field(ge=1)
+    end: int = Field(ge=0)
+    lines: list[str]
+    lines_after: int | None = Field(
+        default=None, description="The file's line count after the edit, when the agent's tool reported it."
+    )
+
+
+class TextReplace(Frozen):
+    """The agent replaced ``old`` by ``new`` in a file (the first occurrence, or all with ``every``)."""
+
+    kind: Literal["replace"] = "replace"
+    path: str
+    old: str
+    new: str
+    every: bool = False
+
+
+TraceOperation = Annotated[ShellCommand | FileWrite | LineEdit | TextReplace, Field(discriminator="kind")]
+
+
 class TraceStep(Frozen):
+    """One step of an agent trajectory: its action as the agent wrote it, what it saw, why — and what the action
+    did, format-independent (`operations`: executed commands and applied file changes; refused tool calls, searches
+    and reads are not operations). Trace safety and mined probes read only `operations`."""
+
     action: str = ""
     observation: str = ""
     thought: str = ""
+    operations: list[TraceOperation] = Field(default_factory=list)
 
 
 class Trace(Frozen):
-    """An agent trajectory, reduced to what the gate reads (SWE-agent `.traj` and similar)."""
+    """An agent trajectory in one model whatever the agent's format (readers in `cascade/traces/`)."""
 
     source: str = ""
+    format: str = Field(default="", description="The reader that produced it (e.g. swe_agent, moatless, openhands).")
+    root: str = Field(default="", description="The agent's checkout directory as its trace names it, when known.")
     steps: list[TraceStep] = Field(default_factory=list)
 
 

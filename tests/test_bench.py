@@ -452,6 +452,9 @@ def test_published_swebench_files_load_with_their_labels() -> None:
     counts = {label: sum(c.label == label for c in cases) for label in LabelClass}
     assert counts == {LabelClass.ACCEPTABLE: 29, LabelClass.EMPTY: 16, LabelClass.DEFECT: 69}
     assert sum(c.trace_path is not None for c in cases) == 97
+    moatless = SWEBENCH_DIR / "moatless-claude35-lite"
+    cases = build_cases(tasks, load_predictions(moatless / "all_preds.jsonl"), None, moatless / "trajs").cases
+    assert sum(c.trace_path is not None and c.trace_path.endswith(".json") for c in cases) == 109
     resolver = RepoResolver(MIRROR_DIR)
     if MIRROR_DIR.is_dir() and (MIRROR_DIR / "sympy+sympy" / "repo").is_dir():
         assert resolver.resolve("sympy/sympy").available

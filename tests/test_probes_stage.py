@@ -14,7 +14,7 @@ from cascade.pipeline import review
 from cascade.probesources.trace import mine_scripts, script_as_pytest
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import ProbesStage
-from cascade.trace import trace_from_data
+from cascade.traces import trace_from_data
 from tests.conftest import MakeRepo, diff_of
 from tests.test_runner import sandbox_for_tests
 
@@ -184,6 +184,22 @@ def test_trace_probe_passing_on_the_fix_never_accepts(make_repo: MakeRepo, sandb
     result = run_stage(repo, patch, sandbox, trace=trace, sources=["trace"], regression=False, probe_pass="accept")
     assert result.outcome == Outcome.PASS, result.reason
     assert any("passes on the patch" in s for s in kinds(result, EvidenceKind.PROBE))
+
+
+def test_a_claude_code_session_yields_the_same_mined_probe(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    repo = make_repo(BASE_FILES)
+    wrong_fix = CALC.replace("    return a / b", "    if b == 0:\n        return 0\n    return a / b")
+    patch = diff_of(repo, {"pkg/calc.py": wrong_fix})
+    script = "from pkg.calc import divide\nassert divide(1, 0) is None\n"
+    calls = [
+        {"type": "tool_use", "id": "w", "name": "Write", "input": {"file_path": "/src/demo/r.py", "content": script}},
+        {"type": "tool_use", "id": "r", "name": "Bash", "input": {"command": "cd /src/demo && python r.py"}},
+    ]
+    session = [{"type": "assistant", "cwd": "/src/demo", "message": {"role": "assistant", "content": calls}}]
+    result = run_stage(repo, patch, sandbox, trace=trace_from_data(session), sources=["trace"], regression=False)
+    assert result.outcome == Outcome.REJECT, result.reason
+    probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
+    assert probe.details["origin"] == "trace" and probe.details["base"]["message"].startswith("ZeroDivisionError")
 
 
 def test_side_effect_outside_the_worktree_rejects(make_repo: MakeRepo, sandbox: Sandbox) -> None:

@@ -60,7 +60,7 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option("--tasks", required=True, help="SWE-bench task rows (JSONL, Hugging Face schema).")
 @click.option("--predictions", default=None, help="Predictions JSONL: instance_id, model_name_or_path, model_patch.")
 @click.option("--results", default=None, help='Harness results JSON {"resolved": [...]}; none = all acceptable.')
-@click.option("--trajs", default=None, help="Directory of SWE-agent <instance_id>.traj files.")
+@click.option("--trajs", default=None, help="Directory of <instance_id>.* agent trajectories (any format).")
 @click.option("--gold", is_flag=True, help="Replay the task rows' gold patches as the prediction set.")
 @click.option("--output", "out_dir", required=True, help=f"Output directory ({RESULTS_FILE}, metrics, report).")
 @click.option(

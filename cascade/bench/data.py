@@ -6,11 +6,13 @@
   instance is not resolved is a defect; no results file means every prediction is acceptable (e.g. the
   officially-resolved submissions, or the gold patches replayed as a prediction set of their own);
 - an empty or whitespace-only patch is the ``empty`` class whatever the results say;
-- trajectories: a directory of SWE-agent ``<instance_id>.traj`` files, read in the worker by ``load_trace``.
+- trajectories: a directory of ``<instance_id>.<ext>`` files in any format `cascade/traces/` reads (SWE-agent
+  ``.traj``, moatless ``.json``, …), read in the worker by ``load_trace``.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -141,7 +143,7 @@ def build_cases(
             without_task.append(pred.instance_id)
             continue
         patch = pred.model_patch or ""
-        traj = trajs / f"{pred.instance_id}.traj" if trajs else None
+        traj = trace_file(trajs, pred.instance_id) if trajs else None
         cases.append(
             BenchCase(
                 instance_id=pred.instance_id,
@@ -151,7 +153,14 @@ def build_cases(
                 patch_text=patch,
                 issue_text=task.problem_statement or None,
                 label=label_of(patch, pred.instance_id, resolved),
-                trace_path=str(traj) if traj is not None and traj.is_file() else None,
+                trace_path=str(traj) if traj is not None else None,
             )
         )
     return CaseSet(cases=cases, without_task=without_task)
+
+
+def trace_file(directory: Path, instance_id: str) -> Path | None:
+    """The trajectory of one instance: ``<instance_id>.<any extension>`` (``.traj``, ``.json``, ``.jsonl``); its
+    format is read from its content."""
+    names = sorted(p for p in directory.glob(f"{glob.escape(instance_id)}.*") if p.is_file())
+    return names[0] if names else None

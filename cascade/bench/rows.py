@@ -55,7 +55,7 @@ class BenchCase(BaseModel):
     patch_text: str
     issue_text: str | None = None
     label: LabelClass
-    trace_path: str | None = Field(default=None, description="SWE-agent .traj of this prediction, when one was given")
+    trace_path: str | None = Field(default=None, description="Trajectory file of this prediction, when one was given")
 
 
 class TraceJob(BaseModel):

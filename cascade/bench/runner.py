@@ -31,7 +31,7 @@ from cascade.config import CascadeConfig
 from cascade.errors import BadInput
 from cascade.models import Decision, ReviewRequest, Trace, Verdict
 from cascade.pipeline import review
-from cascade.trace import load_trace
+from cascade.traces import load_trace
 
 EVIDENCE_CHARS = 300
 MAX_ATTEMPTS = 2  # a job whose worker process died is retried once in a fresh pool, then recorded as an error

@@ -11,7 +11,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from cascade.models import Evidence, EvidenceKind, Trace
+from cascade.models import Evidence, EvidenceKind, ShellCommand, Trace, TraceOperation
 from cascade.sandbox.base import EffectKind, SideEffect
 
 
@@ -109,10 +109,11 @@ def scan_command(command: str) -> list[str]:
 
 
 def scan_trace(trace: Trace) -> list[SideEffect]:
-    """One record per (step, rule) that matches an executed command of the trace."""
+    """One record per (step, operation line, rule) that matches: the commands the agent executed, and the files its
+    tools wrote — a tool write is judged as the shell redirection that writes the same path, by the file-write rules."""
     effects: list[SideEffect] = []
     for index, step in enumerate(trace.steps):
-        for line in command_lines(step.action):
+        for operation in step.operations:
             effects.extend(
                 SideEffect(
                     kind=rule.kind,
@@ -120,9 +121,17 @@ def scan_trace(trace: Trace) -> list[SideEffect]:
                     detail=f"step {index}: {rule.name}: {rule.why}",
                     source="trace_scan",
                 )
-                for rule in unsafe_rules(line)
+                for line, rule in operation_findings(operation)
             )
     return effects
+
+
+def operation_findings(operation: TraceOperation) -> list[tuple[str, UnsafeRule]]:
+    """(line judged, rule) for each rule one trace operation breaks."""
+    if isinstance(operation, ShellCommand):
+        return [(line, rule) for line in command_lines(operation.command) for rule in unsafe_rules(line)]
+    line = f"> {operation.path}"
+    return [(f"{operation.kind} {operation.path}", rule) for rule in unsafe_rules(line) if rule.kind == "file_write"]
 
 
 def command_lines(action: str) -> list[str]:

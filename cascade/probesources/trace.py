@@ -1,10 +1,11 @@
 """Probes mined from the agent trace: the reproduction scripts the agent wrote and ran (design §3, Stage 2 (b)).
 
-SWE-agent writes files with ``create FILE`` and ``edit N:M`` … ``end_of_edit`` commands on the open file (set by
-``create``/``open``), and runs them with ``python FILE``. The final text of a script is only known by replaying those
-edits; an edit the tool refused (its lint found a syntax error) is not applied. Each script the agent ran becomes a
-pytest file that executes it: an uncaught exception, a failing assert or a non-zero ``sys.exit`` is a behavioural
-failure, a missing module a setup error. Such probes share the agent's blind spots: they may reject, never accept.
+Whatever the agent's format, its trace reader (`cascade/traces/`) lists what each step did: file writes, line edits,
+text replacements, executed commands. Replaying the file operations in order gives the final text of every file the
+agent created; a ``python FILE`` command (alone or inside a command line: ``cd repo && python FILE``) counts as a run.
+Each script the agent created and ran becomes a pytest file that executes it: an uncaught exception, a failing assert
+or a non-zero ``sys.exit`` is a behavioural failure, a missing module a setup error. Such probes share the agent's
+blind spots: they may reject, never accept.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.context import ReviewContext
 from cascade.execution.probe import ProbeCandidate, ProbeFeedback, ProbeOrigin
-from cascade.models import Trace
+from cascade.execution.trace_scan import command_lines
+from cascade.models import FileWrite, LineEdit, ShellCommand, TextReplace, Trace, TraceOperation
+from cascade.traces.base import repo_path
 
-_REFUSED_EDIT = ("Your proposed edit has introduced new syntax error", "Your changes have not been applied")
-_FILE_HEADER = re.compile(r"^\[File: (?P<path>.+?) \((?P<lines>\d+) lines total\)\]")  # the tool's own output header
-_EDIT_RANGE = re.compile(r"^edit\s+(?P<start>\d+):(?P<end>\d+)\s*$")
 _MAX_SCRIPT_CHARS = 50_000
+_PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
+_SEGMENT_SPLIT = re.compile(r"&&|\|\||;|\|")
 
 
 class MinedScript(BaseModel):
@@ -31,56 +33,60 @@ class MinedScript(BaseModel):
     path: str = Field(description="Path relative to the repository root, as the agent named it.")
     content: str
     runs: int = Field(description="How many times the agent ran it with python.")
-    consistent: bool = Field(description="False when a replayed edit's line count disagreed with the tool's output.")
+    consistent: bool = Field(
+        description="False when a replayed edit disagreed with the agent's tool (line count, text to replace)."
+    )
 
 
 class _Replay:
-    """The state of the files the agent created, rebuilt command by command."""
+    """The files the agent created, rebuilt operation by operation, and the scripts it ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: str) -> None:
+        self.root = root
         self.files: dict[str, list[str]] = {}
         self.runs: dict[str, int] = {}
         self.consistent: dict[str, bool] = {}
-        self.open_file: str | None = None
 
-    def step(self, action: str, observation: str) -> None:
-        first, _, body = action.partition("\n")
-        words = _split(first)
-        if not words:
-            return
-        command = words[0]
-        if command == "create" and len(words) > 1:
-            self._create(normalise_path(words[1]))
-        elif command == "open" and len(words) > 1:
-            self.open_file = normalise_path(words[1])
-        elif command == "edit":
-            self._edit(first, body, observation)
-        elif command in ("python", "python3"):
-            self._run(words[1:])
+    def apply(self, operation: TraceOperation) -> None:
+        if isinstance(operation, ShellCommand):
+            for path in python_runs(operation.command, self.root):
+                self.runs[path] = self.runs.get(path, 0) + 1
+        elif isinstance(operation, FileWrite):
+            self.files[operation.path] = operation.content.split("\n")
+            self.consistent[operation.path] = True
+        elif operation.path in self.files:  # edits of files the agent did not create have no known base text
+            self._edit(operation)
 
-    def _create(self, path: str) -> None:
-        self.files[path] = [""]  # SWE-agent's create leaves one empty line
-        self.consistent[path] = True
-        self.open_file = path
+    def _edit(self, operation: LineEdit | TextReplace) -> None:
+        lines = self.files[operation.path]
+        if isinstance(operation, LineEdit):
+            lines = lines[: operation.start - 1] + operation.lines + lines[operation.end :]
+            if operation.lines_after is not None and operation.lines_after != len(lines):
+                self.consistent[operation.path] = False
+        else:
+            text = "\n".join(lines)
+            if operation.old not in text:
+                self.consistent[operation.path] = False
+                return
+            lines = text.replace(operation.old, operation.new, -1 if operation.every else 1).split("\n")
+        self.files[operation.path] = lines
 
-    def _edit(self, first: str, body: str, observation: str) -> None:
-        match = _EDIT_RANGE.match(first.strip())
-        path = self.open_file
-        if match is None or path is None or path not in self.files or observation.startswith(_REFUSED_EDIT):
-            return
-        replacement = _edit_text(body)
-        start, end = int(match["start"]), int(match["end"])
-        lines = self.files[path]
-        self.files[path] = lines[: start - 1] + replacement + lines[end:]
-        header = _FILE_HEADER.match(observation.strip())
-        if header is not None and int(header["lines"]) != len(self.files[path]):
-            self.consistent[path] = False
 
-    def _run(self, args: list[str]) -> None:
-        script = next((a for a in args if a.endswith(".py")), None)
-        if script is not None:
-            path = normalise_path(script)
-            self.runs[path] = self.runs.get(path, 0) + 1
+def python_runs(command: str, root: str = "") -> list[str]:
+    """Repository paths of the ``.py`` files a command line runs with ``python`` (``python -u x.py``,
+    ``cd repo && python3 x.py``, ``FOO=1 timeout 60 python x.py``)."""
+    paths: list[str] = []
+    for line in command_lines(command):
+        for segment in _SEGMENT_SPLIT.split(line):
+            words = _split(segment)
+            while words and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]) or words[0] in ("timeout", "env")
+                             or re.match(r"^\d+[smh]?$", words[0])):
+                words = words[1:]
+            if words and _PYTHON.match(PurePosixPath(words[0]).name):
+                script = next((w for w in words[1:] if not w.startswith("-")), "")
+                if script.endswith(".py"):
+                    paths.append(repo_path(script, root))
+    return paths
 
 
 def _split(line: str) -> list[str]:
@@ -90,26 +96,12 @@ def _split(line: str) -> list[str]:
         return line.split()
 
 
-def _edit_text(body: str) -> list[str]:
-    lines = body.split("\n")
-    if "end_of_edit" in (line.strip() for line in lines):
-        lines = lines[: [line.strip() for line in lines].index("end_of_edit")]
-    return lines
-
-
-def normalise_path(path: str) -> str:
-    """Repository-relative path: drop './' and the agent's checkout root (e.g. /sympy__sympy/ or sympy__sympy/)."""
-    parts = [p for p in PurePosixPath(path).parts if p not in ("/", ".")]
-    if parts and "__" in parts[0] and len(parts) > 1:
-        parts = parts[1:]
-    return "/".join(parts)
-
-
 def mine_scripts(trace: Trace) -> list[MinedScript]:
     """Scripts the agent created and ran at least once, with their final replayed text."""
-    replay = _Replay()
+    replay = _Replay(trace.root)
     for step in trace.steps:
-        replay.step(step.action, step.observation)
+        for operation in step.operations:
+            replay.apply(operation)
     scripts: list[MinedScript] = []
     for path, lines in replay.files.items():
         content = "\n".join(lines).rstrip("\n") + "\n"
@@ -118,6 +110,11 @@ def mine_scripts(trace: Trace) -> list[MinedScript]:
                 MinedScript(path=path, content=content, runs=replay.runs[path], consistent=replay.consistent[path])
             )
     return scripts
+
+
+def minable_scripts(trace: Trace, patched_paths: set[str]) -> list[MinedScript]:
+    """The scripts that become probe candidates: replayed consistently, and not files the patch itself changes."""
+    return [s for s in mine_scripts(trace) if s.consistent and s.path not in patched_paths]
 
 
 def script_as_pytest(script: MinedScript) -> str:
@@ -173,7 +170,6 @@ class TraceProbeSource:
         trace = ctx.request.trace
         if trace is None:
             return []
-        patched_paths = {f.path for f in ctx.patch.files}
         return [
             ProbeCandidate(
                 origin="trace",
@@ -182,6 +178,5 @@ class TraceProbeSource:
                 content=script_as_pytest(script),
                 may_accept=False,
             )
-            for script in mine_scripts(trace)
-            if script.consistent and script.path not in patched_paths
+            for script in minable_scripts(trace, {f.path for f in ctx.patch.files})
         ]

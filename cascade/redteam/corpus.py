@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from cascade.errors import BadInput
 from cascade.models import Trace
 from cascade.redteam.models import CaseKind, CaseSpec, RedteamCase
-from cascade.trace import trace_from_data
+from cascade.traces import trace_from_data
 
 # probes/redteam lives at the project root, beside the package (a source checkout; not shipped in the wheel).
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "probes" / "redteam"
