@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import cascade.tools
 from cascade.config import CascadeConfig, StaticConfig
 from cascade.context import ReviewContext
 from cascade.models import Diagnostic, EvidenceKind, Outcome, ReviewRequest, StageResult
@@ -16,6 +17,7 @@ from cascade.pipeline import review, run_stages
 from cascade.stages.static import StaticStage
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics, normalize_message
 from cascade.static.rules import RepoLayout, rule_class
+from cascade.tools import find_tool
 from tests.conftest import diff_of, run_git
 
 pytestmark = pytest.mark.skipif(shutil.which("pyright") is None, reason="pyright is not installed")
@@ -185,10 +187,16 @@ def test_syntax_error_is_rejected(repo: Path) -> None:
     assert "ruff:syntax-error" in classes(result)
 
 
-def test_missing_pyright_is_unavailable_and_never_rejects(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_pyright_is_unavailable_and_never_rejects(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     git_dir = str(Path(shutil.which("git") or "/usr/bin/git").parent)
     monkeypatch.setenv("PATH", os.pathsep.join(dict.fromkeys([git_dir, "/usr/bin", "/bin"])))
-    assert shutil.which("pyright") is None
+    ruff = find_tool("ruff")
+    assert ruff is not None
+    (tmp_path / "ruff").symlink_to(ruff)
+    monkeypatch.setattr(cascade.tools, "scripts_dirs", lambda: [tmp_path])  # a venv whose bin/ has ruff, no pyright
+    assert find_tool("pyright") is None
     result = stage1(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})  # only pyright sees this
     assert result.outcome == Outcome.PASS
     unavailable = [e for e in result.evidence if e.kind == EvidenceKind.UNAVAILABLE]

@@ -30,6 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.errors import CascadeError
+from cascade.tools import find_tool, tool_path_hint
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cascade" / "envs"
 TEST_TOOLS = ["pytest", "coverage"]
@@ -252,7 +253,10 @@ def _python_candidates(version: str) -> Iterator[str]:
     if found:
         yield found
     yield from sorted(glob.glob(str(Path.home() / f".pyenv/versions/{version}.*/bin/python{version}")))
-    proc = subprocess.run(["uv", "python", "find", version], capture_output=True, text=True, timeout=60)
+    uv = find_tool("uv")
+    if uv is None:
+        return
+    proc = subprocess.run([uv, "python", "find", version], capture_output=True, text=True, timeout=60)
     if proc.returncode == 0 and proc.stdout.strip():
         yield proc.stdout.strip()
 
@@ -314,8 +318,8 @@ def ensure_environment(
     """The cached venv for ``spec``, built with uv on first use; EnvironmentUnavailable when it cannot be built."""
     if spec.unsupported:
         raise EnvironmentUnavailable(f"{spec.repo}: {spec.unsupported}")
-    if shutil.which("uv") is None:
-        raise EnvironmentUnavailable("uv is not installed (pip install uv)")
+    if find_tool("uv") is None:
+        raise EnvironmentUnavailable(f"uv is not installed ({tool_path_hint('uv')}; pip install uv)")
     python = resolve_python(spec.python)
     version, base_prefix = _interpreter_facts(python)
     venv = (cache_dir or DEFAULT_CACHE) / cache_key(spec, python, version, project_tree)
@@ -343,8 +347,11 @@ def _build(spec: EnvSpec, python: str, venv: Path, project_tree: Path | None, ti
 
 
 def _uv(args: list[str], timeout: float) -> None:
+    uv = find_tool("uv")
+    if uv is None:
+        raise EnvironmentUnavailable(f"uv is not installed ({tool_path_hint('uv')}; pip install uv)")
     try:
-        proc = subprocess.run(["uv", *args], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([uv, *args], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EnvironmentUnavailable(f"uv {args[0]} timed out after {timeout:.0f}s") from None
     if proc.returncode != 0:

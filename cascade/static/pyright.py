@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -21,6 +20,7 @@ from cascade.models import Diagnostic
 from cascade.static.process import run_tool
 from cascade.static.sources import relative_to_tree, source_line, strip_tree
 from cascade.static.toolrun import ToolRun
+from cascade.tools import find_tool, tool_path_hint
 
 _SEVERITIES = {"error", "warning"}
 
@@ -61,14 +61,14 @@ def _diagnostic(item: dict[str, Any], tree: Path) -> Diagnostic | None:
 
 
 def pyright_executable() -> str | None:
-    return shutil.which("pyright")
+    return find_tool("pyright")
 
 
 def run_pyright(tree: Path, files: list[str], python_version: str, timeout: float) -> ToolRun:
     """pyright once over ``files`` (paths relative to ``tree``) with the generated configuration."""
     exe = pyright_executable()
     if exe is None:
-        return ToolRun(tool="pyright", tree=str(tree), error="pyright is not installed (not found on PATH)")
+        return ToolRun(tool="pyright", tree=str(tree), error=f"pyright is not installed ({tool_path_hint('pyright')})")
     with tempfile.TemporaryDirectory(prefix="cascade-pyright-") as cfg_dir:
         cfg_path = Path(cfg_dir) / "pyrightconfig.json"
         config = pyright_config(tree, python_version)

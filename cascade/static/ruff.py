@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,17 +12,16 @@ from cascade.models import Diagnostic
 from cascade.static.process import run_tool
 from cascade.static.sources import relative_to_tree, source_line, strip_tree
 from cascade.static.toolrun import ToolRun
+from cascade.tools import find_tool, tool_path_hint
 
 # ruff >= 0.5 reports syntax errors without a code (null or "invalid-syntax"); older versions used E999
 _SYNTAX_CODES = {None, "", "E999", "invalid-syntax", "syntax-error"}
 
 
-def ruff_argv(files: list[str], select: list[str], target_version: str) -> list[str]:
-    """The ruff command line; ruff comes from the running interpreter's environment, not from PATH."""
+def ruff_argv(executable: str, files: list[str], select: list[str], target_version: str) -> list[str]:
+    """The ruff command line."""
     return [
-        sys.executable,
-        "-m",
-        "ruff",
+        executable,
         "check",
         "--isolated",
         "--no-cache",
@@ -67,7 +65,10 @@ def _diagnostic(item: dict[str, Any], tree: Path) -> Diagnostic:
 
 def run_ruff(tree: Path, files: list[str], select: list[str], target_version: str, timeout: float) -> ToolRun:
     """ruff once over ``files`` (paths relative to ``tree``)."""
-    argv = ruff_argv(files, select, target_version)
+    exe = find_tool("ruff")
+    if exe is None:
+        return ToolRun(tool="ruff", tree=str(tree), error=f"ruff is not installed ({tool_path_hint('ruff')})")
+    argv = ruff_argv(exe, files, select, target_version)
     run = ToolRun(tool="ruff", tree=str(tree), argv=argv)
     if not files:
         return run

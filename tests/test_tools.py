@@ -1,0 +1,55 @@
+"""pyright, ruff and uv are found next to the running interpreter when PATH lacks them (issue 13.2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bad_input_matrix import ROOT, make_demo_repo
+from cascade.tools import find_tool, scripts_dirs
+
+BARE_PATH = "/usr/bin:/bin"  # git, patch and bwrap; not the interpreter's scripts directory
+
+
+def test_find_tool_prefers_the_interpreters_scripts_directory() -> None:
+    for name in ("pyright", "ruff", "uv"):
+        found = find_tool(name)
+        assert found is not None, name
+        if any((d / name).is_file() for d in scripts_dirs()):
+            assert Path(found).parent in scripts_dirs(), found
+    assert find_tool("no-such-tool-cascade") is None
+
+
+@pytest.mark.slow
+def test_review_without_the_venv_on_path_uses_its_tools(tmp_path: Path) -> None:
+    if any(str(d) in BARE_PATH.split(":") for d in scripts_dirs()):
+        pytest.skip("the interpreter's scripts directory is on the bare PATH: nothing to show")
+    repo = make_demo_repo(tmp_path / "demo")
+    env = {**os.environ, "PATH": BARE_PATH}
+
+    def review(patch: str) -> tuple[int, dict[str, object]]:
+        argv = [sys.executable, "-m", "cascade", "review", str(ROOT / "examples/demo" / patch), "--repo", str(repo)]
+        proc = subprocess.run(
+            [*argv, "--format", "json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode in (0, 1, 2), proc.stderr
+        return proc.returncode, json.loads(proc.stdout)
+
+    code, report = review("fix.diff")  # the README demo: pyright's finding rejects it
+    assert code == 1 and report["deciding_stage"] == "static", report["reason"]
+    assert "pyright" in str(report["reason"])
+    code, report = review("clean.diff")  # Stage 2 builds its environment with uv
+    text = json.dumps(report)
+    assert "uv is not installed" not in text
+    probes = next(s for s in report["stages"] if s["stage"] == "probes")  # type: ignore[index]
+    assert probes["outcome"] == "pass", probes["reason"]
