@@ -12,11 +12,15 @@ import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cascade.bench.rows import BenchCase, TraceRow
 from cascade.errors import BadInput
+
+if TYPE_CHECKING:
+    from cascade.bench.executors import Executor
 
 RESULTS_FILE = "results.jsonl"
 COMMAND_FILE = "COMMAND.txt"
@@ -72,7 +76,21 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option("--clone", is_flag=True, help="Clone repositories missing locally (short reachability timeout).")
 @click.option("--url-template", default="https://github.com/{repo}.git", show_default=True)
 @click.option("--arm", "arm_names", multiple=True, default=["rules-only"], show_default=True, help="Arm(s) to run.")
-@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool here; ray: one Ray task per trace (pip install 'cascade-gate[ray]'; docs/ray.md).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="With --executor ray: 'auto' (this node's cluster), ray://HOST:10001, HOST:PORT; none = start a local Ray.",
+)
+@click.option(
+    "--jobs", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes (a local Ray's CPUs)."
+)
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=1), help="Seconds per trace.")
 @click.option("--config", "config_file", default=None, help="YAML config for the stages.")
 @click.option("--repo", "repo_filter", multiple=True, help="Only these repos (owner/name); repeatable.")
@@ -95,6 +113,8 @@ def run_command(
     clone: bool,
     url_template: str,
     arm_names: tuple[str, ...],
+    executor: str,
+    ray_address: str | None,
     jobs: int,
     timeout: float,
     config_file: str | None,
@@ -115,10 +135,12 @@ def run_command(
 
     if repos_dir is not None and not Path(repos_dir).is_dir():
         raise BadInput(f"--repos-dir is not a directory: {repos_dir}")
+    runner = _executor(executor, ray_address, jobs, repos_dir, cache_dir, clone, url_template)
     arms = [get_arm(name) for name in dict.fromkeys(arm_names)]
     config = load_config(config_file)
     cases, without_task = _load_cases(tasks, predictions, results, trajs, gold)
-    resolver = RepoResolver(repos_dir, cache_dir, clone=clone, url_template=url_template)
+    # with Ray, each node clones into its own cache: the driver only looks
+    resolver = RepoResolver(repos_dir, cache_dir, clone=clone and executor == "local", url_template=url_template)
     cases = [c for c in cases if (not repo_filter or c.repo in repo_filter)]
     cases = [c for c in cases if (not instance_filter or c.instance_id in instance_filter)]
     if available_only:
@@ -129,18 +151,42 @@ def run_command(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     options = RunOptions(jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not no_progress)
-    summary = run_bench(cases, arms, resolver, config, out / RESULTS_FILE, options)
+    summary = run_bench(cases, arms, resolver, config, out / RESULTS_FILE, options, runner)
     unavailable = sorted({c.repo for c in cases if not resolver.resolve(c.repo).available})
     _record_invocation(out, summary.model_dump_json())
     outputs = _write_reports(read_rows(out / RESULTS_FILE), out, seed, resamples)
     click.echo(
         f"{summary.ran} trace(s) run, {summary.skipped_existing} already done; status {summary.statuses}; "
         f"decisions {summary.decisions}; {summary.wall_seconds:.1f} s wall"
-        + (f", {summary.traces_per_minute:.2f} traces/minute at --jobs {jobs}" if summary.traces_per_minute else "")
+        + (f", {summary.traces_per_minute:.2f} traces/minute" if summary.traces_per_minute else "")
+        + (f" at --jobs {jobs}" if executor == "local" else " on Ray")
     )
     if unavailable:
-        click.echo(f"repositories unavailable (rows kept, no-checkout stages only): {', '.join(unavailable)}")
+        where = (
+            "here (--clone: the Ray nodes clone them)"
+            if clone and executor == "ray"
+            else "(rows kept, no-checkout stages only)"
+        )
+        click.echo(f"repositories unavailable {where}: {', '.join(unavailable)}")
     click.echo(f"wrote {out / RESULTS_FILE}, {outputs}")
+
+
+def _executor(
+    kind: str, ray_address: str | None, jobs: int, repos_dir: str | None, cache_dir: str, clone: bool, url_template: str
+) -> Executor:
+    """Built before any data is read, so a missing Ray is one line and exit 3 at once."""
+    from cascade.bench.executors import ExecutorSpec, RepoSource, make_executor
+
+    if ray_address is not None and kind != "ray":
+        raise BadInput("--ray-address belongs to --executor ray")
+    repos = RepoSource(
+        repos_dir=str(Path(repos_dir).resolve()) if repos_dir else None,
+        cache_dir=cache_dir,
+        clone=clone,
+        url_template=url_template,
+    )
+    spec = ExecutorSpec(kind="ray" if kind == "ray" else "local", jobs=jobs, ray_address=ray_address or "", repos=repos)
+    return make_executor(spec)
 
 
 def _write_reports(rows: list[TraceRow], out: Path, seed: int | None, resamples: int | None) -> str:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -25,6 +22,7 @@ from rich.progress import (
 )
 
 from cascade.bench.arms import Arm
+from cascade.bench.executors import MAX_ATTEMPTS, Executor, ExecutorSpec, make_executor
 from cascade.bench.repos import RepoResolver, has_commit
 from cascade.bench.rows import BenchCase, StageRecord, TraceCost, TraceJob, TraceRow, TraceStatus
 from cascade.config import CascadeConfig
@@ -34,7 +32,6 @@ from cascade.pipeline import review
 from cascade.traces import load_trace
 
 EVIDENCE_CHARS = 300
-MAX_ATTEMPTS = 2  # a job whose worker process died is retried once in a fresh pool, then recorded as an error
 
 
 class TraceTimeout(BaseException):
@@ -245,6 +242,7 @@ class RunSummary(BaseModel):
     statuses: dict[str, int]
     decisions: dict[str, int]
     jobs: int
+    executor: str = "local"
     wall_seconds: float
     traces_per_minute: float | None
 
@@ -291,37 +289,13 @@ def _progress(enabled: bool) -> Progress:
     )
 
 
-def _execute(
-    planned: list[tuple[TraceJob, Arm]], jobs: int, on_row: Callable[[TraceRow], None]
-) -> list[tuple[TraceJob, Arm]]:
-    """Run the jobs in one pool; return those whose worker died (the pool breaks and cannot say which job)."""
-    orphans: list[tuple[TraceJob, Arm]] = []
-    # spawn, not fork: workers must not inherit the progress bar's thread or the parent's open worktrees
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures: dict[Future[TraceRow], tuple[TraceJob, Arm]] = {
-            pool.submit(run_trace, job, arm): (job, arm) for job, arm in planned
-        }
-        try:
-            for future in as_completed(futures):
-                job, arm = futures[future]
-                try:
-                    row = future.result()
-                except BrokenProcessPool:
-                    orphans.append((job, arm))
-                    continue
-                except Exception as exc:  # e.g. an arm that cannot be pickled: still one row, never a lost trace
-                    row = _failed(_base_row(job), TraceStatus.ERROR, f"{type(exc).__name__}: {exc}")
-                on_row(row)
-        except KeyboardInterrupt:
-            # Ctrl-C: drop the queued traces instead of running them all; finished rows are on disk to resume from
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-    return orphans
+def failed_row(job: TraceJob, status: TraceStatus, message: str) -> TraceRow:
+    """The row of a job that produced none of its own (its worker died, or its result could not come back)."""
+    return _failed(_base_row(job), status, message)
 
 
-def _died_row(job: TraceJob) -> TraceRow:
-    message = "worker process died (killed, out of memory or a crash in C code)"
-    return _failed(_base_row(job), TraceStatus.ERROR, message)
+def died_row(job: TraceJob, message: str) -> TraceRow:
+    return failed_row(job, TraceStatus.ERROR, f"{message}; retried {MAX_ATTEMPTS - 1}x")
 
 
 def run_bench(
@@ -331,7 +305,10 @@ def run_bench(
     config: CascadeConfig,
     output: Path,
     options: RunOptions,
+    executor: Executor | None = None,
 ) -> RunSummary:
+    """Run the cases not already in ``output`` on ``executor`` (default: a local pool of ``options.jobs``)."""
+    executor = executor or make_executor(ExecutorSpec(jobs=options.jobs))
     existing = prepare_output(output)
     retry = _failed_keys(existing) if options.retry_errors else set()
     done = {r.key for r in existing} - retry
@@ -350,14 +327,7 @@ def run_bench(
             decisions[row.decision.value] += 1
             progress.update(task, advance=1, last=f"{row.instance_id} {row.decision.value}")
 
-        pending = planned
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            if not pending:
-                break
-            pending = _execute(pending, options.jobs, on_row)
-            if attempt == MAX_ATTEMPTS:
-                for job, _arm in pending:
-                    on_row(_died_row(job))
+        executor.run(planned, on_row)
     wall = time.perf_counter() - started
     return RunSummary(
         cases=len(cases),
@@ -367,6 +337,7 @@ def run_bench(
         statuses=dict(statuses),
         decisions=dict(decisions),
         jobs=options.jobs,
+        executor=executor.name,
         wall_seconds=round(wall, 2),
         traces_per_minute=round(len(planned) / (wall / 60), 2) if planned and wall > 0 else None,
     )

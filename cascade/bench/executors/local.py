@@ -1,0 +1,56 @@
+"""The local executor: a process pool on this machine (``--jobs N`` worker processes)."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+
+from cascade.bench.executors import MAX_ATTEMPTS, Planned, RowSink
+from cascade.bench.rows import TraceRow, TraceStatus
+from cascade.bench.runner import died_row, failed_row, run_trace
+
+WORKER_DIED = "worker process died (killed, out of memory or a crash in C code)"
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+
+    def run(self, planned: Sequence[Planned], on_row: RowSink) -> None:
+        pending = list(planned)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not pending:
+                return
+            pending = self._pool_run(pending, on_row)
+            if attempt == MAX_ATTEMPTS:
+                for job, _arm in pending:
+                    on_row(died_row(job, WORKER_DIED))
+
+    def _pool_run(self, planned: list[Planned], on_row: RowSink) -> list[Planned]:
+        """Run the jobs in one pool; return those whose worker died (the pool breaks and cannot say which job)."""
+        orphans: list[Planned] = []
+        # spawn, not fork: workers must not inherit the progress bar's thread or the parent's open worktrees
+        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures: dict[Future[TraceRow], Planned] = {
+                pool.submit(run_trace, job, arm): (job, arm) for job, arm in planned
+            }
+            try:
+                for future in as_completed(futures):
+                    job, arm = futures[future]
+                    try:
+                        row = future.result()
+                    except BrokenProcessPool:
+                        orphans.append((job, arm))
+                        continue
+                    except Exception as exc:  # e.g. an arm that cannot be pickled: still one row, never a lost trace
+                        row = failed_row(job, TraceStatus.ERROR, f"{type(exc).__name__}: {exc}")
+                    on_row(row)
+            except KeyboardInterrupt:
+                # Ctrl-C: drop the queued traces instead of running them all; finished rows are on disk to resume from
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+        return orphans
