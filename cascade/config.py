@@ -75,10 +75,23 @@ class ProbesConfig(Section):
     enabled: bool = True
     probe_pass: Literal["evidence", "accept"] = "evidence"
     max_attempts: int = Field(default=3, ge=1, le=3)
-    sources: list[Literal["generated", "trace", "pr_tests"]] = Field(
-        default_factory=lambda: ["generated", "trace", "pr_tests"]
+    sources: list[Literal["generated", "issue", "trace", "pr_tests"]] = Field(
+        default_factory=lambda: ["generated", "trace", "pr_tests"],
+        description="Probe sources in order. 'issue' (the issue's own examples) is off until measured: "
+        "benchmarks/results/stage2_agents.md.",
     )
     regression: bool = True
+    regression_budget_seconds: float = Field(
+        default=120,
+        gt=0,
+        description="Wall time for regression runs beyond the first two nearby test files (import graph, test "
+        "names); the selection is cut when it is spent.",
+    )
+    exhaustive: bool = Field(
+        default=False,
+        description="Benchmarks: run every regression chunk and probe source even after a reject, so each source's "
+        "verdict is measured; the decision (the first reject) is the same.",
+    )
     timeout_seconds: float = Field(default=120, gt=0)
     require_coverage_of_change: bool = True
 

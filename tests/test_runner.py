@@ -193,3 +193,19 @@ def test_setuptools_scm_version_file_is_written_from_git_describe(make_repo: Mak
     run = run_pytest(sandbox, current_environment(), repo, ["test_v.py"], tag="v", timeout_seconds=120)
     assert [t.status for t in run.tests] == ["pass"], run.log_excerpt()
     assert write_scm_version_file(repo) is None  # present now: left alone
+
+
+def test_a_test_that_needs_the_network_is_a_setup_error(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """The sandbox has no network: failing to reach a host says nothing about the code (requests' tests)."""
+    test = (
+        "import socket\n\n"
+        "def test_remote():\n"
+        "    socket.create_connection(('httpbin.org', 80), timeout=5)\n\n"
+        "def test_local_crash():\n"
+        "    raise ConnectionResetError('not a network test: a crash of the code')\n"
+    )
+    repo = make_repo({"test_net.py": test})
+    run = run_pytest(sandbox, current_environment(), repo, ["test_net.py"], tag="t", timeout_seconds=120)
+    got = {t.test_id.split("::", 1)[1]: (t.status, t.reason) for t in run.tests}
+    assert got["test_remote"] == ("setup_error", "needs the network (sandbox has none)"), run.log_excerpt()
+    assert got["test_local_crash"][0] == "behavioural_fail"

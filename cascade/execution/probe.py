@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from cascade.context import ReviewContext
 
-ProbeOrigin = Literal["generated", "trace", "pr_tests"]
+ProbeOrigin = Literal["generated", "trace", "pr_tests", "issue"]
 OutcomeClass = Literal["pass", "behavioural_fail", "setup_error"]
 
 

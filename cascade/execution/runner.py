@@ -54,6 +54,16 @@ def pytest_runtest_makereport(item, call):
 """
 
 _SETUP_EXCEPTIONS = {"ModuleNotFoundError"}  # missing dependency wherever it is raised
+# The sandbox has no network: a test that needs it fails for that reason, not because of the code (requests' tests
+# reach httpbin.org). Recognised by the exception type or the resolver's/socket's own words in the failure.
+_NETWORK_EXCEPTIONS = {"ConnectionError", "ConnectTimeout", "MaxRetryError", "NewConnectionError", "gaierror"}
+_NETWORK_MARKERS = (
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Failed to establish a new connection",
+    "Network is unreachable",
+    "nodename nor servname provided",
+)
 _TIMEOUT_MARKERS = ("Timeout", "Failed: Timeout")
 
 
@@ -148,6 +158,11 @@ def _classify_failure(test_id: str, props: dict[str, str], message: str, text: s
     if exception in _SETUP_EXCEPTIONS:
         return TestResult(
             test_id=test_id, status="setup_error", exception=exception, reason="missing dependency",
+            message=message, excerpt=text,
+        )  # fmt: skip
+    if exception in _NETWORK_EXCEPTIONS or any(m in message or m in text for m in _NETWORK_MARKERS):
+        return TestResult(
+            test_id=test_id, status="setup_error", exception=exception, reason="needs the network (sandbox has none)",
             message=message, excerpt=text,
         )  # fmt: skip
     if message.startswith(_TIMEOUT_MARKERS):

@@ -33,9 +33,11 @@ from cascade.execution.envs import (
 )
 from cascade.execution.probe import ProbeCandidate, ProbeFeedback, ProbeSource
 from cascade.execution.runner import WORK_DIR, PytestRun, TestResult, executed_lines, run_pytest
+from cascade.execution.test_selection import SelectedTests, changed_functions, chunked, select_tests
 from cascade.models import Evidence, EvidenceKind, FileKind, Outcome, StageResult
 from cascade.probesources import PrTestProbeSource, TraceProbeSource
 from cascade.probesources.generated import GeneratedProbeSource, llm_accounting
+from cascade.probesources.issue import IssueProbeSource
 from cascade.sandbox.base import RunResult, Sandbox, SideEffect
 from cascade.sandbox.select import get_sandbox
 from cascade.workspace import git
@@ -43,6 +45,7 @@ from cascade.workspace import git
 MAX_REGRESSION_FILES = 2  # nearby test files per review (name-mapped first): each runs on both trees
 MAX_KEPT_TESTS = 5  # per probe file: each kept test runs alone on the patched tree (per-test coverage)
 EXCERPT = 1500
+MIN_CHUNK_SECONDS = 10  # a wider regression chunk is started only with this much of its budget left
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -184,6 +187,21 @@ def select_regression_tests(ctx: ReviewContext, tree: Path, limit: int = MAX_REG
     return ranked[:limit]
 
 
+def wider_regression_selection(ctx: ReviewContext, base: Path, patched: Path, exclude: set[str]) -> list[SelectedTests]:
+    """Beyond the nearby files: importers, tests named after changed functions, one-hop importers (issue 15)."""
+    code = [f for f in ctx.patch.files if f.kind == FileKind.CODE and f.is_python and f.source_path]
+    functions: set[str] = set()
+    for f in code:
+        lines = {n for h in f.hunks for n in (h.changed_target_lines or [h.target_start])}
+        path = patched / (f.target_path or f.path)
+        if path.is_file():
+            functions |= changed_functions(path.read_text(encoding="utf-8", errors="replace"), lines)
+    removed = {f.path for f in ctx.patch.files if f.is_removed}
+    tracked = git(base, "ls-files", "--", "*.py").splitlines()
+    selection = select_tests(base, tracked, [f.path for f in code], functions, exclude=exclude | removed)
+    return [s for s in selection if s.target not in exclude]
+
+
 def _imports_any(path: Path, modules: set[str], leaves: set[str]) -> bool:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -233,7 +251,14 @@ class _Session:
 
     # -- running ---------------------------------------------------------------------------------------------------
 
-    def pytest(self, tree: Path, targets: list[str], coverage: bool = False, whole_files: bool = False) -> PytestRun:
+    def pytest(
+        self,
+        tree: Path,
+        targets: list[str],
+        coverage: bool = False,
+        whole_files: bool = False,
+        timeout: float | None = None,
+    ) -> PytestRun:
         """One sandboxed run. Whole nearby test files get the sandbox's wall time; a probe gets the probe timeout."""
         self._runs += 1
         side = "base" if tree == self.base else "patched"
@@ -244,7 +269,7 @@ class _Session:
             tree,
             targets,
             tag=f"{side}-{self._runs}",
-            timeout_seconds=cfg.sandbox.timeout_seconds if whole_files else cfg.stage2.timeout_seconds,
+            timeout_seconds=timeout or (cfg.sandbox.timeout_seconds if whole_files else cfg.stage2.timeout_seconds),
             limits={
                 "memory_mb": cfg.sandbox.memory_mb,
                 "cpu_seconds": cfg.sandbox.cpu_seconds,
@@ -266,25 +291,47 @@ class _Session:
     # -- regression --------------------------------------------------------------------------------------------------
 
     def regression(self, max_files: int) -> None:
+        """The nearby files first (as Stage 2 always did), then the wider selection in chunks under the budget."""
         files = select_regression_tests(self.ctx, self.base, max_files)
         if not files:
             self._info("regression: no existing test file near the change")
             return
-        modified = {f.path: f for f in self.ctx.patch.files if f.kind == FileKind.TEST and not f.is_removed}
-        with _pr_versions_on_base(self.base, self.patched, [p for p in files if p in modified]):
-            base_run = self.pytest(self.base, files, whole_files=True)
-            patched_run = self.pytest(self.patched, files, whole_files=True)
+        wider = wider_regression_selection(self.ctx, self.base, self.patched, exclude=set(files))
+        reasons = {s.target: s.reason for s in wider}
+        cfg = self.ctx.config.stage2
+        self._regression_chunk(files, 0, None, reasons)
+        started = time.perf_counter()
+        chunks = chunked(wider)
+        for index, chunk in enumerate(chunks, 1):
+            if self.rejects and not cfg.exhaustive:
+                return
+            remaining = cfg.regression_budget_seconds - (time.perf_counter() - started)
+            if remaining < MIN_CHUNK_SECONDS:
+                left = sum(len(c) for c in chunks[index - 1 :])
+                self._info(f"regression: budget of {cfg.regression_budget_seconds:g} s spent; {left} target(s) not run")
+                return
+            self._regression_chunk(chunk, index, remaining / 2, reasons)
+
+    def _regression_chunk(self, targets: list[str], index: int, timeout: float | None, reasons: dict[str, str]) -> None:
+        modified = {f.path for f in self.ctx.patch.files if f.kind == FileKind.TEST and not f.is_removed}
+        files = {t.split("::", 1)[0] for t in targets}
+        with _pr_versions_on_base(self.base, self.patched, sorted(files & modified)):
+            base_run = self.pytest(self.base, targets, whole_files=True, timeout=timeout)
+            patched_run = self.pytest(self.patched, targets, whole_files=True, timeout=timeout)
             if base_run.run_error or patched_run.run_error:
                 why = base_run.run_error or patched_run.run_error
-                self._info(f"regression check inconclusive on {', '.join(files)}: {why}", base_run, patched_run)
+                self._info(f"regression check inconclusive on {', '.join(targets)}: {why}", base_run, patched_run)
                 return
             suspects = _broken_tests(base_run, patched_run)
             confirmed = self._confirm(suspects) if suspects else []
+        known = {e.details.get("test_id") for e in self.evidence if e.kind == EvidenceKind.REGRESSION}
+        confirmed = [t for t in confirmed if t.test_id not in known]  # a file of a later chunk may re-run a test
         for test in confirmed:
-            self._regression_evidence(test, base_run, patched_run)
+            selected_by = next((r for t, r in reasons.items() if test.test_id.startswith(t)), "name_or_import")
+            self._regression_evidence(test, base_run, patched_run, {"selected_by": selected_by, "chunk": index})
         if not confirmed:
             passed = sum(1 for t in base_run.tests if t.status == "pass")
-            where = ", ".join(files)
+            where = ", ".join(targets)
             self._info(f"regression: {passed} nearby test(s) passing on base still pass on the patch ({where})")
 
     def _confirm(self, suspects: list[TestResult]) -> list[TestResult]:
@@ -303,7 +350,9 @@ class _Session:
                 confirmed.append(again)
         return confirmed
 
-    def _regression_evidence(self, test: TestResult, base_run: PytestRun, patched_run: PytestRun) -> None:
+    def _regression_evidence(
+        self, test: TestResult, base_run: PytestRun, patched_run: PytestRun, selection: dict[str, Any]
+    ) -> None:
         crash = test.failure_class == "crash"
         what = test.exception or test.reason
         if crash:
@@ -326,6 +375,9 @@ class _Session:
                     "expected_vs_got": test.message,
                     "log_excerpt": _short(test.excerpt),
                     "confirmed_by_rerun": True,
+                    "source": "regression",
+                    "verdict": "reject" if crash else "evidence",
+                    **selection,
                 },
                 commands=[f"cd <base> && {base_run.command}", f"cd <patched> && {patched_run.command}"],
             )
@@ -340,7 +392,7 @@ class _Session:
                 self._info(f"probe source '{source.name}' not used: {why_not}")
                 continue
             self._run_source(source)
-            if self.rejects:
+            if self.rejects and not self.ctx.config.stage2.exhaustive:
                 return
 
     def _run_source(self, source: ProbeSource) -> None:
@@ -350,7 +402,8 @@ class _Session:
             if not candidates:
                 return
             feedback = [self._try_candidate(c) for c in candidates]
-            if self.rejects or all(f.outcome == "behavioural_fail" for f in feedback):
+            stop = self.rejects and not self.ctx.config.stage2.exhaustive
+            if stop or all(f.outcome == "behavioural_fail" for f in feedback):
                 return
 
     def _try_candidate(self, cand: ProbeCandidate) -> ProbeFeedback:
@@ -410,6 +463,8 @@ class _Session:
             "patched": {"status": result.status, "message": result.message, "excerpt": _short(result.excerpt)},
             "executed_changed_lines": rel_hit,
             "probe_file": cand.content if len(cand.content) < 20_000 else cand.content[:20_000],
+            "source": cand.origin,
+            "verdict": "reject" if result.status == "behavioural_fail" else "evidence",
         }
         commands = [f"cd <base> && {base_run.command}", f"cd <patched> && {run.command}"]
         if result.status == "behavioural_fail":
@@ -515,6 +570,7 @@ def default_probe_sources(config: CascadeConfig) -> list[ProbeSource]:
     """The mined sources the config enables (the LLM generator registers itself next to these)."""
     available: dict[str, ProbeSource] = {
         "generated": GeneratedProbeSource(config),  # issue 5: the LLM generator; says why not when no model
+        "issue": IssueProbeSource(),
         "trace": TraceProbeSource(),
         "pr_tests": PrTestProbeSource(),
     }
@@ -560,7 +616,7 @@ class ProbesStage:
             if ctx.config.stage2.regression:
                 session.regression(self.max_regression_files)
             sources = self._sources if self._sources is not None else default_probe_sources(ctx.config)
-            if not session.rejects:
+            if not session.rejects or ctx.config.stage2.exhaustive:
                 session.probes(sources)
         finally:
             session.cleanup()

@@ -1,0 +1,259 @@
+"""Stage 2 without a model on three agents' dev-split patches, per probe source, before and after (issue 15).
+
+One run gives both sides: the stages run with ``stage2.exhaustive`` (every regression chunk and probe source runs even
+after a reject; the decision is unchanged), and each grounded reject records its source. "Before" is the decision
+with only what Stage 2 had before issue 15 — the first regression chunk (the 2 nearby files), the trace and pr_tests
+sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and the issue source (and the trace
+source on moatless trajectories, when a reader for them exists).
+
+    python benchmarks/stage2_agents.py run --out benchmarks/results/stage2_agents.jsonl --jobs 2
+    python benchmarks/stage2_agents.py report --out benchmarks/results/stage2_agents.jsonl
+
+Subset (fixed, stated in the report): every trace of CodeR, moatless-gpt4o and moatless-claude35 on the 8 fetchable
+non-sympy repositories, plus a sympy sample (every 10th sympy Lite instance id in sorted order) of the same agents,
+and the gold and resolved-submission patches of the same instances as acceptable controls.
+Each line of the JSONL is one trace; items already there are skipped, so a run can be resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+DATA = Path("/work/shared/data/swebench")
+MIRRORS = Path("/work/.mirror")
+FETCHABLE = {
+    "sympy/sympy", "pytest-dev/pytest", "psf/requests", "sphinx-doc/sphinx", "pylint-dev/pylint",
+    "pallets/flask", "pydata/xarray", "mwaskom/seaborn", "astropy/astropy",
+}  # fmt: skip
+AGENTS = {"coder": "coder-lite", "moatless-gpt4o": "moatless-gpt4o-lite", "moatless-claude35": "moatless-claude35-lite"}
+SYMPY_EVERY = 10
+SOURCES = ["generated", "issue", "trace", "pr_tests"]  # generated says "no model" and proposes nothing
+OLD_SOURCES = {"trace", "pr_tests", "side_effect", "regression@0"}
+
+
+def task_rows() -> dict[str, dict[str, Any]]:
+    rows = [json.loads(x) for x in (DATA / "lite.tasks.jsonl").read_text().splitlines() if x.strip()]
+    return {r["instance_id"]: r for r in rows if r["repo"] in FETCHABLE}
+
+
+def subset(tasks: dict[str, dict[str, Any]]) -> set[str]:
+    sympy = sorted(i for i, r in tasks.items() if r["repo"] == "sympy/sympy")
+    return {i for i, r in tasks.items() if r["repo"] != "sympy/sympy"} | set(sympy[::SYMPY_EVERY])
+
+
+def items() -> Iterator[dict[str, Any]]:
+    tasks = task_rows()
+    chosen = subset(tasks)
+    for agent, folder in AGENTS.items():
+        resolved = set(json.loads((DATA / folder / "results.json").read_text())["resolved"])
+        for line in (DATA / folder / "all_preds.jsonl").read_text().splitlines():
+            pred = json.loads(line)
+            iid = pred["instance_id"]
+            if iid in chosen:
+                trajs = DATA / folder / "trajs"
+                trace = next((str(p) for p in (trajs / f"{iid}.traj", trajs / f"{iid}.json") if p.is_file()), None)
+                label = "acceptable" if iid in resolved else "defect"
+                yield {"key": f"{agent}:{iid}", "set": agent, "iid": iid, "patch": pred.get("model_patch") or "",
+                       "label": label, "trace": trace}  # fmt: skip
+    for iid in sorted(chosen):
+        yield {"key": f"gold:{iid}", "set": "gold", "iid": iid, "patch": tasks[iid]["patch"], "label": "acceptable"}
+    for line in (DATA / "resolved-submissions/lite.preds.jsonl").read_text().splitlines():
+        pred = json.loads(line)
+        if pred["instance_id"] in chosen:
+            key = f"resolved:{pred['model_name_or_path']}:{pred['instance_id']}"
+            yield {"key": key, "set": "resolved", "iid": pred["instance_id"], "patch": pred["model_patch"] or "",
+                   "label": "acceptable"}  # fmt: skip
+
+
+def review_item(item: dict[str, Any]) -> dict[str, Any]:
+    from cascade.config import parse_config
+    from cascade.errors import CascadeError
+    from cascade.execution.envs import spec_for_repo
+    from cascade.models import ReviewRequest
+    from cascade.pipeline import review
+    from cascade.stages import default_stages
+    from cascade.trace import load_trace
+
+    row = task_rows()[item["iid"]]
+    spec = spec_for_repo(row["repo"], row["version"])
+    env = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
+           "extras": spec.extras} if spec else {}  # fmt: skip
+    config = parse_config({"env": env, "stage2": {"exhaustive": True, "sources": SOURCES}})
+    trace = None
+    if item.get("trace"):
+        try:
+            trace = load_trace(item["trace"])
+        except CascadeError:
+            trace = None
+    request = ReviewRequest(
+        repo=str(MIRRORS / row["repo"].replace("/", "+") / "repo"), base_ref=row["base_commit"],
+        patch_text=item["patch"], issue_text=row["problem_statement"], trace=trace, config=config,
+    )  # fmt: skip
+    record: dict[str, Any] = {k: item[k] for k in ("key", "set", "iid", "label")}
+    record.update(repo=row["repo"], has_trace=trace is not None)
+    started = time.perf_counter()
+    try:
+        verdict = review(request, stages=default_stages(config))
+    except CascadeError as exc:
+        return {
+            **record,
+            "status": "error",
+            "error": str(exc)[:500],
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+    record.update(status="ok", decision=verdict.decision.value, deciding_stage=verdict.deciding_stage)
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    record["stages"] = {s.stage: {"outcome": s.outcome.value, "reason": s.reason[:300], "seconds": s.cost.seconds}
+                        for s in verdict.stages}  # fmt: skip
+    record["findings"] = findings(verdict)
+    return record
+
+
+def findings(verdict: Any) -> list[dict[str, Any]]:
+    """Grounded evidence of Stage 2 with its source and whether it rejects; other stages' decisions as sources."""
+    out: list[dict[str, Any]] = []
+    for stage in verdict.stages:
+        if stage.stage != "probes":
+            if stage.outcome.value == "reject":
+                out.append({"source": stage.stage, "verdict": "reject", "summary": stage.reason[:300]})
+            continue
+        for e in stage.evidence:
+            d = e.details
+            if e.kind.value == "side_effect":
+                out.append({"source": "side_effect", "verdict": "reject", "summary": e.summary[:300]})
+            elif e.kind.value in ("probe", "regression"):
+                source = d.get("source", e.kind.value)
+                if source == "regression":
+                    source = f"regression@{0 if d.get('chunk', 0) == 0 else 'wider'}"
+                out.append({"source": source, "verdict": d.get("verdict", "evidence"), "summary": e.summary[:300],
+                            "selected_by": d.get("selected_by")})  # fmt: skip
+            elif e.kind.value == "info" and ("not kept" in e.summary or "discarded" in e.summary):
+                out.append({"source": "info", "verdict": "none", "summary": e.summary[:200]})
+    return out
+
+
+def run(out: Path, jobs: int, only: set[str] | None) -> None:
+    done = {json.loads(x)["key"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
+    todo = [i for i in items() if i["key"] not in done and (not only or i["set"] in only)]
+    print(f"{len(todo)} trace(s) to run, {len(done)} done", flush=True)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(review_item, i) for i in todo]
+        for future in as_completed(futures):
+            record = future.result()
+            with out.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            print(record["key"], record.get("decision"), record.get("seconds"), flush=True)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# report
+
+
+def wilson(k: int, n: int) -> str:
+    if n == 0:
+        return "–"
+    z, p = 1.96, k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{p:.2f} [{max(0.0, centre - half):.2f}, {min(1.0, centre + half):.2f}]"
+
+
+def rejecting_sources(record: dict[str, Any]) -> set[str]:
+    return {f["source"] for f in record.get("findings", []) if f["verdict"] == "reject"}
+
+
+def rejects(record: dict[str, Any], sources: set[str] | None) -> bool:
+    found = rejecting_sources(record)
+    if sources is not None and record["set"].startswith("moatless"):
+        sources = sources - {"trace"}  # no reader for moatless trajectories before issue 15
+    return bool(found if sources is None else found & sources)
+
+
+def decided_by(record: dict[str, Any]) -> str:
+    """The source of the reject the default (non-exhaustive) order reports first."""
+    order = ["no_change", "trace_safety", "static", "side_effect", "regression@0", "regression@wider", "issue",
+             "trace", "pr_tests"]  # fmt: skip
+    found = rejecting_sources(record)
+    return next((s for s in order if s in found), "")
+
+
+def report(out: Path) -> str:
+    records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    ok = [r for r in records if r["status"] == "ok"]
+    before = OLD_SOURCES | {"no_change", "trace_safety", "static"}
+    lines = ["# Stage 2 per agent and per source, dev split subset (issue 15)", "",
+             f"Traces run: {len(records)} ({len(records) - len(ok)} error rows, excluded below).", ""]  # fmt: skip
+    lines += ["## Catch / over-rejection / coverage (Wilson 95% CIs), before → after", "",
+              "| set | defects | catch before | catch after | acceptable | over-rej. before | over-rej. after |"
+              " coverage before | coverage after |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    by_set: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in ok:
+        by_set[r["set"]].append(r)
+    for name in [*AGENTS, "gold", "resolved"]:
+        rs = by_set.get(name, [])
+        if not rs:
+            continue
+        d = [r for r in rs if r["label"] == "defect"]
+        a = [r for r in rs if r["label"] == "acceptable"]
+        cb, ca = sum(rejects(r, before) for r in d), sum(rejects(r, None) for r in d)
+        ob, oa = sum(rejects(r, before) for r in a), sum(rejects(r, None) for r in a)
+        vb, va = sum(rejects(r, before) for r in rs), sum(rejects(r, None) for r in rs)
+        lines.append(f"| {name} | {len(d)} | {cb}/{len(d)} {wilson(cb, len(d))} | {ca}/{len(d)} {wilson(ca, len(d))} "
+                     f"| {len(a)} | {ob}/{len(a)} {wilson(ob, len(a))} | {oa}/{len(a)} {wilson(oa, len(a))} "
+                     f"| {vb}/{len(rs)} {wilson(vb, len(rs))} | {va}/{len(rs)} {wilson(va, len(rs))} |")  # fmt: skip
+    sources = ["no_change", "trace_safety", "static", "side_effect", "regression@0", "regression@wider", "issue",
+               "trace", "pr_tests"]  # fmt: skip
+    lines += ["", "## Per source alone (would it reject?), all sets", "",
+              "| source | defects rejected | acceptable rejected |", "|---|---|---|"]  # fmt: skip
+    d_all = [r for r in ok if r["label"] == "defect"]
+    a_all = [r for r in ok if r["label"] == "acceptable"]
+    for s in sources:
+        kd, ka = sum(rejects(r, {s}) for r in d_all), sum(rejects(r, {s}) for r in a_all)
+        lines.append(
+            f"| {s} | {kd}/{len(d_all)} {wilson(kd, len(d_all))} | {ka}/{len(a_all)} {wilson(ka, len(a_all))} |"
+        )
+    lines += ["", "## Every reject: label, deciding source (default order), all rejecting sources", ""]
+    for r in sorted(ok, key=lambda r: r["key"]):
+        if rejects(r, None):
+            first = next(f for f in r["findings"] if f["verdict"] == "reject" and f["source"] == decided_by(r))
+            lines.append(f"- {r['key']} ({r['label']}): **{decided_by(r)}** — {first['summary'][:200]}; "
+                         f"all: {', '.join(sorted(rejecting_sources(r)))}")  # fmt: skip
+    probes_secs = [r["stages"]["probes"]["seconds"] for r in ok if r.get("stages", {}).get("probes", {}).get("seconds")]
+    if probes_secs:
+        probes_secs.sort()
+        p90 = probes_secs[min(len(probes_secs) - 1, math.ceil(0.9 * len(probes_secs)) - 1)]
+        median = statistics.median(probes_secs)
+        lines += ["", f"Stage 2 wall time per trace where it ran (n={len(probes_secs)}, exhaustive mode, --jobs 2 on a "
+                  f"shared 2-core machine): median {median:.0f} s, p90 {p90:.0f} s"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["run", "report", "list"])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--sets", default="", help="Comma-separated subset of sets (coder, gold, …); empty = all.")
+    args = parser.parse_args()
+    if args.command == "run":
+        run(args.out, args.jobs, set(filter(None, args.sets.split(","))) or None)
+    elif args.command == "list":
+        for i in items():
+            print(i["key"], i["label"])
+    else:
+        text = report(args.out)
+        args.out.with_suffix(".md").write_text(text, encoding="utf-8")
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""Which existing tests to run as regression checks for a change (issue 15, point 2). Pure: a tree and the change in,
+pydantic ``SelectedTests`` out, nearest first.
+
+1. ``name`` — test files named after a changed module (``test_<module>.py`` / ``<module>_test.py``);
+2. ``import`` — test files importing a changed module;
+3. ``test_name`` — single tests whose name mentions a changed function (``test_latex_derivatives`` for
+   ``_print_Derivative`` is missed; ``test_hstack`` for ``hstack`` is found);
+4. ``import_hop`` — test files importing a module that itself imports a changed module (one in-repo hop; package
+   ``__init__`` modules are no hop: through them every test reaches everything).
+
+Within a group, files sharing a longer directory prefix with the change come first. The first two entries are the
+selection Stage 2 made before (name-mapped, then importers), so a budget of "first chunk only" reproduces it.
+Imports are read with a line scanner, not a parser, so a sympy-size tree costs well under a second.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SelectionReason = Literal["name", "import", "test_name", "import_hop"]
+MAX_TEST_NAME_MATCHES = 20
+MIN_FUNCTION_NAME = 4
+# Function names too generic to say which tests are about them.
+_GENERIC = frozenset(
+    {"init", "new", "call", "repr", "str", "eq", "hash", "doit", "eval", "main", "run", "get", "set", "setup",
+     "update", "apply", "args", "func", "name", "copy", "items", "keys", "values", "parse", "print", "format"}
+)  # fmt: skip
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#]+)"
+                     r"|import[ \t]+(?P<mods>[^\n#]+))", re.MULTILINE)  # fmt: skip
+_TEST_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>test\w*)", re.MULTILINE)
+_CLASS_DEF = re.compile(r"^class[ \t]+(?P<name>Test\w*)", re.MULTILINE)
+
+
+class SelectedTests(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: str = Field(description="A test file, or one test's node id (file::name).")
+    reason: SelectionReason
+
+
+def is_test_file(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def module_of(path: str) -> str | None:
+    """Dotted module name of a repository-relative Python path (src/ layout aware)."""
+    if not path.endswith(".py"):
+        return None
+    parts = list(PurePosixPath(path).with_suffix("").parts)
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or None
+
+
+def imported_modules(text: str, own_module: str, is_package: bool = False) -> set[str]:
+    """Absolute names of what a file imports: ``import a.b`` → a.b; ``from a import b`` → a and a.b (b may be a
+    module); relative imports resolved against ``own_module``."""
+    found: set[str] = set()
+    package = own_module if is_package else own_module.rpartition(".")[0]
+    for match in _IMPORT.finditer(text):
+        if match["mods"]:
+            for part in match["mods"].split(","):
+                name = part.strip().split(" ")[0]
+                if name:
+                    found.add(name)
+            continue
+        origin = match["from"] or ""
+        dots = len(origin) - len(origin.lstrip("."))
+        if dots:
+            base = package.split(".") if package else []
+            base = base[: len(base) - (dots - 1)] if dots > 1 else base
+            rest = origin[dots:]
+            origin = ".".join([*base, rest] if rest else base)
+        if not origin:
+            continue
+        found.add(origin)
+        for part in match["names"].strip("()").split(","):
+            name = part.strip().split(" ")[0]
+            if name and name != "*":
+                found.add(f"{origin}.{name}")
+    return found
+
+
+def _within(name: str, modules: set[str]) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in modules)
+
+
+def _proximity(path: str, changed: list[str]) -> int:
+    parts = PurePosixPath(path).parts
+    best = 0
+    for c in changed:
+        shared = 0
+        for a, b in zip(parts, PurePosixPath(c).parts, strict=False):
+            if a != b:
+                break
+            shared += 1
+        best = max(best, shared)
+    return best
+
+
+def _read(tree: Path, path: str) -> str:
+    try:
+        return (tree / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _imports_of(tree: Path, path: str) -> set[str]:
+    module = module_of(path) or ""
+    return imported_modules(_read(tree, path), module, PurePosixPath(path).name == "__init__.py")
+
+
+def _function_keys(functions: set[str]) -> set[str]:
+    keys = set()
+    for name in functions:
+        key = name.strip("_").lower()
+        if len(key) >= MIN_FUNCTION_NAME and key not in _GENERIC:
+            keys.add(key)
+    return keys
+
+
+def tests_named_after(text: str, path: str, keys: set[str]) -> list[str]:
+    """Node ids of the tests in ``text`` whose name mentions one of ``keys`` (methods of Test classes included)."""
+    classes = [(m.start(), m["name"]) for m in _CLASS_DEF.finditer(text)]
+    ids: list[str] = []
+    for m in _TEST_DEF.finditer(text):
+        name = m["name"]
+        if not any(k in name.lower() for k in keys):
+            continue
+        if m["indent"]:
+            owner = [c for start, c in classes if start < m.start()]
+            if not owner:
+                continue
+            ids.append(f"{path}::{owner[-1]}::{name}")
+        else:
+            ids.append(f"{path}::{name}")
+    return ids
+
+
+def select_tests(
+    tree: Path, tracked: list[str], changed: list[str], functions: set[str], exclude: set[str] | None = None
+) -> list[SelectedTests]:
+    """Regression targets for a change to the Python files ``changed`` (and the functions ``functions`` in them),
+    among the repository's ``tracked`` Python files; nearest first, each file at most once."""
+    modules = {m for m in (module_of(p) for p in changed) if m}
+    if not modules:
+        return []
+    exclude = exclude or set()
+    tests = [p for p in tracked if is_test_file(p) and p not in exclude]
+    leaves = {m.rsplit(".", 1)[-1] for m in modules}
+    stems = {f"test_{x}" for x in leaves} | {f"{x}_test" for x in leaves}
+    chosen: list[SelectedTests] = []
+    taken: set[str] = set()
+
+    def take(paths: list[str], reason: SelectionReason) -> None:
+        for p in sorted(paths, key=lambda p: -_proximity(p, changed)):
+            if p not in taken:
+                taken.add(p)
+                chosen.append(SelectedTests(target=p, reason=reason))
+
+    take([p for p in tests if PurePosixPath(p).stem in stems], "name")
+    texts = {p: _read(tree, p) for p in tests}
+    mentions = [p for p in tests if any(leaf in texts[p] for leaf in leaves)]
+    direct = [p for p in mentions if _within_any(_imports_of(tree, p), modules)]
+    take(direct, "import")
+    keys = _function_keys(functions)
+    named: list[str] = []
+    for p in sorted(tests, key=lambda p: -_proximity(p, changed)):
+        if p not in taken and keys:
+            named.extend(tests_named_after(texts[p], p, keys))
+    for node_id in named[:MAX_TEST_NAME_MATCHES]:
+        chosen.append(SelectedTests(target=node_id, reason="test_name"))
+    hops = _hop_modules(tree, tracked, modules, leaves)
+    if hops:
+        hop_leaves = {h.rsplit(".", 1)[-1] for h in hops}
+        take([p for p in tests if p not in taken and any(leaf in texts[p] for leaf in hop_leaves)
+              and _within_any(_imports_of(tree, p), hops)], "import_hop")  # fmt: skip
+    return chosen
+
+
+def _within_any(imports: set[str], modules: set[str]) -> bool:
+    return any(_within(name, modules) for name in imports)
+
+
+def _hop_modules(tree: Path, tracked: list[str], modules: set[str], leaves: set[str]) -> set[str]:
+    """Non-test, non-package modules of the repository that import a changed module."""
+    hops: set[str] = set()
+    for p in tracked:
+        name = PurePosixPath(p).name
+        if is_test_file(p) or name in ("__init__.py", "conftest.py", "setup.py") or "/tests/" in f"/{p}":
+            continue
+        module = module_of(p)
+        if module is None or module in modules:
+            continue
+        text = _read(tree, p)
+        if any(leaf in text for leaf in leaves) and _within_any(imported_modules(text, module), modules):
+            hops.add(module)
+    return hops
+
+
+def changed_functions(source: str, lines: set[int]) -> set[str]:
+    """Names of the functions (and methods) whose definition spans one of ``lines``."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        spans = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+            node.lineno <= n <= (node.end_lineno or node.lineno) for n in lines
+        )
+        if spans:
+            names.add(getattr(node, "name", ""))
+    return names
+
+
+def chunked(selection: list[SelectedTests], files_per_chunk: int = 4, tests_per_chunk: int = 20) -> list[list[str]]:
+    """Consecutive targets grouped into pytest runs: a few whole files, or many single tests, per run."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    current_kind = ""
+    for item in selection:
+        kind = "test" if "::" in item.target else "file"
+        limit = tests_per_chunk if kind == "test" else files_per_chunk
+        if current and (kind != current_kind or len(current) >= limit):
+            chunks.append(current)
+            current = []
+        current.append(item.target)
+        current_kind = kind
+    if current:
+        chunks.append(current)
+    return chunks

@@ -1,0 +1,103 @@
+"""Wider regression selection (issue 15, point 2): import graph, one in-repo hop, test names; and Stage 2 running it
+under its time budget, on a real repository with real pytest runs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from cascade.config import parse_config
+from cascade.execution.test_selection import (
+    SelectedTests,
+    changed_functions,
+    chunked,
+    imported_modules,
+    select_tests,
+)
+from cascade.models import EvidenceKind, Outcome, ReviewRequest
+from cascade.pipeline import review
+from cascade.stages.probes import ProbesStage
+from tests.conftest import MakeRepo, diff_of
+from tests.test_runner import sandbox_for_tests
+
+CORE = "def scale(x):\n    return 2 * x\n\n\ndef unrelated():\n    return 1\n"
+USER = "from .core import scale\n\n\ndef area(w, h):\n    return scale(w) * h\n"
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": CORE,
+    "pkg/user.py": USER,
+    "tests/test_core.py": "from pkg.core import scale\n\n\ndef test_core():\n    assert scale(1) == 2\n",
+    "tests/test_direct.py": "from pkg import core\n\n\ndef test_direct():\n    assert core.scale(2) == 4\n",
+    "tests/test_hop.py": "from pkg.user import area\n\n\ndef test_area():\n    assert area(1, 3) == 6\n",
+    "tests/test_misc.py": (
+        "def test_scale_by_name():\n    from pkg.user import scale\n    assert scale(3) == 6\n\n\n"
+        "def test_other():\n    assert True\n"
+    ),
+    "tests/test_far.py": "import os\n\n\ndef test_far():\n    assert os.sep\n",
+}
+
+
+def tracked(repo: Path) -> list[str]:
+    return subprocess.run(["git", "ls-files", "*.py"], cwd=repo, capture_output=True, text=True).stdout.split()
+
+
+def test_selection_order_name_import_test_name_hop(make_repo: MakeRepo) -> None:
+    repo = make_repo(FILES)
+    got = select_tests(repo, tracked(repo), ["pkg/core.py"], {"scale"})
+    assert got == [
+        SelectedTests(target="tests/test_core.py", reason="name"),
+        SelectedTests(target="tests/test_direct.py", reason="import"),
+        SelectedTests(target="tests/test_misc.py::test_scale_by_name", reason="test_name"),
+        SelectedTests(target="tests/test_hop.py", reason="import_hop"),
+        SelectedTests(target="tests/test_misc.py", reason="import_hop"),  # its other tests too
+    ]
+
+
+def test_relative_imports_resolve_against_the_package() -> None:
+    assert imported_modules("from .core import scale\nfrom .. import top\n", "pkg.sub.user") == {
+        "pkg.sub.core", "pkg.sub.core.scale", "pkg", "pkg.top",
+    }  # fmt: skip
+    assert "a.b" in imported_modules("import a.b as c, os\n", "x")
+
+
+def test_changed_functions_and_chunks() -> None:
+    assert changed_functions(CORE, {2}) == {"scale"}
+    sel = [SelectedTests(target=f"t{i}.py", reason="import") for i in range(5)]
+    sel += [SelectedTests(target="t.py::test_a", reason="test_name")]
+    assert chunked(sel, files_per_chunk=4) == [["t0.py", "t1.py", "t2.py", "t3.py"], ["t4.py"], ["t.py::test_a"]]
+
+
+def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo) -> None:
+    """The nearby files pass; the hop importer's test crashes on the patch → reject, attributed to the wider chunk."""
+    files = dict(FILES)
+    files["tests/test_core.py"] = "def test_core():\n    assert True\n"
+    files["tests/test_direct.py"] = "from pkg import core\n\n\ndef test_direct():\n    assert core.unrelated() == 1\n"
+    repo = make_repo(files)
+    patch = diff_of(repo, {"pkg/core.py": CORE.replace("return 2 * x", "return 2 * x.value")})
+    for exhaustive, expected in ((False, 1), (True, 2)):  # the default stops at the first rejecting chunk
+        config = parse_config(
+            {"env": {"use_current_interpreter": True}, "stage2": {"sources": [], "exhaustive": exhaustive}}
+        )
+        request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
+        result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]
+        assert result.outcome == Outcome.REJECT, result.reason
+        regressions = [e for e in result.evidence if e.kind == EvidenceKind.REGRESSION]
+        assert len(regressions) == expected
+    assert {e.details["test_id"] for e in regressions} == {"tests/test_misc.py::test_scale_by_name",
+                                                           "tests/test_hop.py::test_area"}  # fmt: skip
+    assert all(e.details["chunk"] > 0 and e.details["verdict"] == "reject" for e in regressions)
+    assert {e.details["selected_by"] for e in regressions} == {"test_name", "import_hop"}
+
+
+def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo) -> None:
+    repo = make_repo(FILES)
+    patch = diff_of(repo, {"pkg/core.py": CORE.replace("return 2 * x", "return 2 * x.value")})
+    config = parse_config(
+        {"env": {"use_current_interpreter": True}, "stage2": {"sources": [], "regression_budget_seconds": 1}}
+    )
+    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
+    result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]
+    assert result.outcome == Outcome.REJECT  # the nearby files (always run) already catch this one
+    assert any("budget of 1 s spent" in e.summary for e in result.evidence) or all(
+        e.details.get("chunk", 0) == 0 for e in result.evidence if e.kind == EvidenceKind.REGRESSION
+    )
