@@ -81,7 +81,7 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
     from cascade.models import ReviewRequest
     from cascade.pipeline import review
     from cascade.stages import default_stages
-    from cascade.trace import load_trace
+    from cascade.traces import load_trace
 
     row = task_rows()[item["iid"]]
     spec = spec_for_repo(row["repo"], row["version"])
