@@ -12,10 +12,10 @@ import pytest
 from cascade.bench.arms import ARMS
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
-from cascade.execution.probe import ProbeFeedback
 from cascade.models import Decision, Evidence, EvidenceKind, Outcome, ReviewRequest, StageResult
 from cascade.patch import parse_patch
 from cascade.pipeline import review
+from cascade.probesources.base import ProbeFeedback
 from cascade.probesources.generated import PROBE_PATH, GeneratedProbeSource, build_messages, extract_code
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.reviewer import Ballot, ReviewerStage, ReviewVote, build_packet, parse_vote, tally

@@ -20,12 +20,12 @@ from pathlib import Path
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import BadInput
-from cascade.execution.probe import ProbeCandidate, ProbeFeedback, ProbeOrigin, ProbeSource
 from cascade.llm.cassette import CallParams, ChatMessage
 from cascade.llm.client import LLMClient
 from cascade.llm.errors import LLMError
 from cascade.llm.prompts import boundary_nonce, data_block, load_template, run_paths, stabilize, truncate
 from cascade.models import Cost, Evidence, EvidenceKind, FileKind
+from cascade.probesources.base import ProbeCandidate, ProbeFeedback, ProbeOrigin, ProbeSource
 
 TEMPLATE = "probe_generator.v1"
 PROBE_PATH = "test_cascade_generated_probe.py"

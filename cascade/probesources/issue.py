@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.context import ReviewContext
-from cascade.execution.probe import ProbeCandidate, ProbeFeedback, ProbeOrigin
+from cascade.probesources.base import ProbeCandidate, ProbeFeedback, ProbeOrigin
 
 MAX_CANDIDATES = 4
 MAX_BLOCK_LINES = 150

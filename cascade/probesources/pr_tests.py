@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from cascade.context import ReviewContext
-from cascade.execution.probe import ProbeCandidate, ProbeFeedback, ProbeOrigin
 from cascade.models import FileKind, FilePatch
+from cascade.probesources.base import ProbeCandidate, ProbeFeedback, ProbeOrigin
 
 
 def is_pytest_file(f: FilePatch) -> bool:

@@ -1,0 +1,78 @@
+"""The regression check: existing tests run on both trees; a confirmed patch-caused failure is evidence.
+
+The nearby files (`selection.select_regression_tests`) always run; the wider selection (importers, tests named
+after changed functions, one-hop importers) follows in chunks while ``regression_budget_seconds`` lasts.
+"""
+
+from __future__ import annotations
+
+import time
+
+from cascade.execution.runner import TestResult
+from cascade.execution.test_selection import chunked
+from cascade.models import EvidenceKind, FileKind, Patch
+from cascade.stages.probes import judging
+from cascade.stages.probes.selection import select_regression_tests, wider_regression_selection
+from cascade.stages.probes.session import Session, placed_many
+
+MIN_CHUNK_SECONDS = 10  # a wider regression chunk is started only with this much of its budget left
+
+
+def check_regressions(session: Session, patch: Patch, max_files: int) -> None:
+    """The nearby files first (as Stage 2 always did), then the wider selection in chunks under the budget."""
+    files = select_regression_tests(patch, session.base, max_files)
+    if not files:
+        session.info("regression: no existing test file near the change")
+        return
+    wider = wider_regression_selection(patch, session.base, session.patched, exclude=set(files))
+    reasons = {s.target: s.reason for s in wider}
+    cfg = session.config.stage2
+    _run_chunk(session, patch, files, 0, None, reasons)
+    started = time.perf_counter()
+    chunks = chunked(wider)
+    for index, chunk in enumerate(chunks, 1):
+        if session.findings.rejects and not cfg.exhaustive:
+            return
+        remaining = cfg.regression_budget_seconds - (time.perf_counter() - started)
+        if remaining < MIN_CHUNK_SECONDS:
+            left = sum(len(c) for c in chunks[index - 1 :])
+            session.info(f"regression: budget of {cfg.regression_budget_seconds:g} s spent; {left} target(s) not run")
+            return
+        _run_chunk(session, patch, chunk, index, remaining / 2, reasons)
+
+
+def _run_chunk(
+    session: Session, patch: Patch, targets: list[str], index: int, timeout: float | None, reasons: dict[str, str]
+) -> None:
+    """Run ``targets`` on base (with the PR's own version of any test file it modifies) and on the patch."""
+    modified = {f.path for f in patch.files if f.kind == FileKind.TEST and not f.is_removed}
+    files = {t.split("::", 1)[0] for t in targets} & modified
+    pr_versions = {p: (session.patched / p).read_text(encoding="utf-8", errors="replace") for p in sorted(files)}
+    with placed_many(session.base, pr_versions):  # both sides run the same tests
+        base_run = session.pytest(session.base, targets, whole_files=True, timeout=timeout)
+        patched_run = session.pytest(session.patched, targets, whole_files=True, timeout=timeout)
+        if base_run.run_error or patched_run.run_error:
+            why = base_run.run_error or patched_run.run_error
+            session.info(f"regression check inconclusive on {', '.join(targets)}: {why}", base_run, patched_run)
+            return
+        suspects = judging.broken_tests(base_run, patched_run)
+        confirmed = _confirm(session, suspects) if suspects else []
+    evidence = session.findings.evidence
+    known = {e.details.get("test_id") for e in evidence if e.kind == EvidenceKind.REGRESSION}
+    confirmed = [t for t in confirmed if t.test_id not in known]  # a file of a later chunk may re-run a test
+    for test in confirmed:
+        selected_by = next((r for t, r in reasons.items() if test.test_id.startswith(t)), "name_or_import")
+        selection = {"selected_by": selected_by, "chunk": index}
+        session.findings.add(judging.regression(test, base_run, patched_run, selection))
+    if not confirmed:
+        passed = sum(1 for t in base_run.tests if t.status == "pass")
+        where = ", ".join(targets)
+        session.info(f"regression: {passed} nearby test(s) passing on base still pass on the patch ({where})")
+
+
+def _confirm(session: Session, suspects: list[TestResult]) -> list[TestResult]:
+    """Re-run each suspect once on both trees: it must pass on base and fail the same way on the patch again."""
+    ids = [t.test_id for t in suspects]
+    base_again = session.pytest(session.base, ids)
+    patched_again = session.pytest(session.patched, ids)
+    return judging.confirmed(suspects, base_again, patched_again)

@@ -1,0 +1,77 @@
+"""The Stage-2 adapter: sets up the session, runs the regression check and the probe loop, decides."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from cascade.context import ReviewContext
+from cascade.errors import CascadeError
+from cascade.execution.envs import Environment
+from cascade.models import Evidence, EvidenceKind, Outcome, StageResult
+from cascade.probesources import default_probe_sources
+from cascade.probesources.base import ProbeSource
+from cascade.probesources.generated import llm_accounting
+from cascade.sandbox.base import Sandbox
+from cascade.stages.probes import judging
+from cascade.stages.probes.changes import changed_lines
+from cascade.stages.probes.environment import make_environment, make_sandbox
+from cascade.stages.probes.probing import run_probes
+from cascade.stages.probes.regression import check_regressions
+from cascade.stages.probes.selection import MAX_REGRESSION_FILES
+from cascade.stages.probes.session import Session
+
+
+class ProbesStage:
+    name = "probes"
+    title = "Stage 2 — probes and regressions"
+
+    def __init__(
+        self,
+        sources: Sequence[ProbeSource] | None = None,
+        sandbox: Sandbox | None = None,
+        environment: Environment | None = None,
+        max_regression_files: int = MAX_REGRESSION_FILES,
+    ) -> None:
+        self._sources = sources
+        self._sandbox = sandbox
+        self._environment = environment
+        self.max_regression_files = max_regression_files
+
+    def run(self, ctx: ReviewContext) -> StageResult:
+        started = time.perf_counter()
+        if ctx.workspace is None:
+            return _skipped(self.name, ctx.unavailable_reason() or "repository unavailable")
+        base, patched = Path(ctx.workspace.base_dir), Path(ctx.workspace.patched_dir)
+        try:
+            sandbox = self._sandbox or make_sandbox(ctx.config)
+            env = self._environment or make_environment(ctx.config, ctx.request.repo, base)
+        except CascadeError as exc:
+            return _skipped(self.name, f"no execution environment: {exc}")
+        session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched))
+        summary = f"ran in sandbox '{sandbox.isolation}' with {env.description}"
+        details = {"isolation": sandbox.isolation, "python": env.python_version}
+        setup = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
+        session.findings.evidence.append(setup)
+        try:
+            if ctx.config.stage2.regression:
+                check_regressions(session, ctx.patch, self.max_regression_files)
+            sources = self._sources if self._sources is not None else default_probe_sources(ctx.config)
+            if not session.findings.rejects or ctx.config.stage2.exhaustive:
+                run_probes(session, ctx, sources)
+        finally:
+            session.cleanup()
+        effects = judging.side_effects(session.findings.side_effects)
+        if effects:
+            session.findings.add(effects, reject_first=True)
+        llm_cost, llm_notes = llm_accounting(sources)  # the generator's LLM cost and why it stopped
+        session.findings.evidence.extend(llm_notes)
+        result = judging.decide(self.name, session.findings, time.perf_counter() - started)
+        result.cost = result.cost + llm_cost
+        return result
+
+
+def _skipped(stage: str, reason: str) -> StageResult:
+    evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
+    return StageResult(stage=stage, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
