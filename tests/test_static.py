@@ -110,29 +110,41 @@ def classes(result: StageResult) -> dict[str, int]:
     return counts
 
 
-UNDEFINED_NAME_RULES = ["ruff:F821", "pyright:reportUndefinedVariable"]
-
-
-def test_undefined_name_is_rejected_when_opted_in_despite_the_repos_own_settings(repo: Path) -> None:
+def test_undefined_name_on_an_added_line_is_rejected_despite_the_repos_own_settings(repo: Path) -> None:
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
-    default = review(ReviewRequest(repo=str(repo), patch_text=patch), stages=[StaticStage()]).stages[0]
-    assert default.outcome == Outcome.PASS  # not in the default allow-list (a resolved submission has one)
-    assert classes(default) == {"ruff:F821": 1, "pyright:reportUndefinedVariable": 1}
-    config = CascadeConfig(stage1=StaticConfig(reject_rules=UNDEFINED_NAME_RULES))
-    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch), stages=[StaticStage()])
     result = verdict.stages[0]
     assert result.outcome == Outcome.REJECT
+    assert classes(result) == {"ruff:F821:added-line": 1, "pyright:reportUndefinedVariable:added-line": 1}
     cited = {(d.tool, d.rule) for d in static_diagnostics(result, rejecting=True)}
-    assert ("ruff", "F821") in cited
-    assert ("pyright", "reportUndefinedVariable") in cited
+    assert cited == {("ruff", "F821"), ("pyright", "reportUndefinedVariable")}
     reject = result.evidence[0]
     assert reject.grounded and reject.diagnostics[0].fingerprint and "missing_name" in reject.diagnostics[0].message
     assert reject.diagnostics[0].source_line.strip() == "return a + b + missing_name"
+    assert "pkg/core.py:6" in result.reason  # the headline cites the added line
     assert any("--isolated" in c for c in reject.commands) and any(
         "-p" in c and "pyright" in c for c in reject.commands
     )
     # the generated pyright configuration is recorded, not the repository's
     assert reject.details["tool_configs"]["pyright"]["typeCheckingMode"] == "standard"
+
+
+def test_undefined_name_on_an_unchanged_line_is_evidence_not_a_reject(repo: Path) -> None:
+    # Dropping an import leaves an unchanged line using the name: new in head, but not on a line the patch added.
+    result = stage1(repo, {"pkg/core.py": CORE.replace("from typing import Optional\n", "")})
+    assert result.outcome == Outcome.PASS
+    assert classes(result)["ruff:F821"] == 1 and "ruff:F821:added-line" not in classes(result)
+    # a pre-existing undefined name that the patch moves (its line is added) is not new in head
+    moved = CORE.replace("def legacy():\n    return undefined_thing\n", "")
+    moved = moved.replace("import os\n", "import os\n\n\ndef legacy():\n    return undefined_thing\n")
+    assert stage1(repo, {"pkg/core.py": moved}).outcome == Outcome.PASS
+
+
+def test_undefined_name_rules_without_the_added_line_qualifier_stay_evidence(repo: Path) -> None:
+    config = CascadeConfig(stage1=StaticConfig(reject_rules=["ruff:F821", "pyright:reportUndefinedVariable"]))
+    patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+    assert verdict.stages[0].outcome == Outcome.PASS  # the class of an added-line undefined name is qualified
 
 
 def test_removing_a_function_an_unchanged_dependent_calls_is_rejected(repo: Path) -> None:
@@ -151,7 +163,7 @@ def test_removing_a_module_an_unchanged_dependent_imports_is_rejected(repo: Path
     assert result.outcome == Outcome.REJECT
     found = classes(result)
     assert found["pyright:reportMissingImports:in-repo"] == 1  # pkg/user.py imports pkg.core
-    assert found["ruff:F821"] == 1  # the added file is checked in the patched tree only
+    assert found["ruff:F821:added-line"] == 1  # the added file is checked in the patched tree only
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
     assert "pkg.core" in info.details["names"] and info.details["dependents"] == ["pkg/user.py"]
 

@@ -97,7 +97,7 @@ def judge(
         after = fingerprint_all(patched_run.diagnostics, targets.renamed)
         new += new_diagnostics(before, after)
         commands[patched_run.tool] = [base_run.command(), patched_run.command()]
-    classes = {d.fingerprint: rule_class(d, layout) for d in new}
+    classes = {d.fingerprint: rule_class(d, layout, targets.added_lines) for d in new}
     rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules)]
     others = [d for d in new if classes[d.fingerprint] not in set(cfg.reject_rules)]
     configs = {r.tool: r.config for r in patched_runs if r.config}

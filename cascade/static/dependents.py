@@ -13,6 +13,7 @@ dependent set small. Dependents are unchanged tracked files of the patched tree 
 from __future__ import annotations
 
 import ast
+import difflib
 import subprocess
 from pathlib import Path
 
@@ -36,6 +37,9 @@ class Targets(BaseModel):
     dependents: list[str] = Field(default_factory=list)
     names: list[str] = Field(default_factory=list, description="Changed or removed names that selected dependents.")
     renamed: dict[str, str] = Field(default_factory=dict, description="Patched path → base path of renamed files.")
+    added_lines: dict[str, set[int]] = Field(
+        default_factory=dict, description="Patched path → the line numbers the patch added there."
+    )
 
 
 def _signature(node: ast.AST) -> str:
@@ -151,4 +155,25 @@ def find_targets(
         dependents=dependents,
         names=sorted(names),
         renamed=renamed,
+        added_lines={
+            f.target_path: added_lines(_read(base, f.source_path), _read(patched, f.target_path))
+            for f in py
+            if f.target_path
+        },
     )
+
+
+def added_lines(base_source: str | None, patched_source: str | None) -> set[int]:
+    """Line numbers (1-based) of the patched file that the base file does not have at that place.
+
+    Computed from the two trees rather than the hunk headers, so a patch applied with fuzz at an offset still
+    points at the lines it really added."""
+    before = (base_source or "").splitlines()
+    after = (patched_source or "").splitlines()
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return {
+        line + 1
+        for tag, _i1, _i2, j1, j2 in matcher.get_opcodes()
+        if tag in ("replace", "insert")
+        for line in range(j1, j2)
+    }

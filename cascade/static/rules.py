@@ -14,6 +14,9 @@ A rule class is ``tool:rule`` (``ruff:F821``, ``pyright:reportUndefinedVariable`
   binding (``globals``, ``setattr``, ``exec``, module ``__getattr__``). The cross-check exists because pyright
   misses names bound under conditions it cannot evaluate (measured: pytest's
   ``if sys.version_info[:2] >= (3, 6): from pathlib import Path`` made the gold patch of pytest-7220 look wrong).
+- ``ruff:F821:added-line`` / ``pyright:reportUndefinedVariable:added-line`` — an undefined name on a line the
+  patch added (a crash waiting for its branch to run); the same rule on an unchanged line of a changed file or
+  dependent (a name the patch removed elsewhere) stays plain ``ruff:F821`` / ``pyright:reportUndefinedVariable``.
 - ``pyright:reportCallIssue:in-repo`` — wrong arity / unknown keyword where the callee is defined in a repository
   file: the call is located in the patched file's ``ast`` from the diagnostic's range, and its callee must be
   (a) a module-level name bound only by a ``def``/``class`` of that file or by imports from in-repo modules,
@@ -131,8 +134,14 @@ def resolve_relative(rel_path: str, module: str | None, level: int) -> str:
     return ".".join([*package, *([module] if module else [])])
 
 
-def rule_class(d: Diagnostic, layout: RepoLayout) -> str:
+AddedLines = dict[str, set[int]]  # patched-tree path → line numbers the patch added there
+_ADDED_LINE_RULES = {("ruff", "F821"), ("pyright", "reportUndefinedVariable")}
+
+
+def rule_class(d: Diagnostic, layout: RepoLayout, added: AddedLines | None = None) -> str:
     """The class the allow-list is written in (see the module docstring)."""
+    if (d.tool, d.rule) in _ADDED_LINE_RULES and d.line in (added or {}).get(d.path, set()):
+        return f"{d.tool}:{d.rule}:added-line"
     if d.tool == "ruff":
         if d.rule == "syntax-error" and _VERSION_SYNTAX.search(d.message):
             return "ruff:syntax-version"
