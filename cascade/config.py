@@ -57,6 +57,11 @@ DEFAULT_REJECT_RULES = [
 class NoChangeConfig(Section):
     test_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_GLOBS))
     docs_globs: list[str] = Field(default_factory=lambda: ["docs/**", "doc/**", "*.md", "*.rst", "*.txt", "**/*.rst"])
+    reject_artifacts: bool = Field(
+        default=True,
+        description="Reject a patch that adds files the base tree's .gitignore ignores, compiled or generated "
+        "artifacts, or a stray binary at the repository root (cascade/stages/hygiene.py); off = evidence only.",
+    )
 
 
 class StaticConfig(Section):

@@ -62,6 +62,13 @@ class FilePatch(Frozen):
 class Patch(Frozen):
     text: str
     files: list[FilePatch]
+    text_part: str = Field(
+        default="", description="The diff without its binary files' sections; empty when it has none."
+    )
+
+    @property
+    def binary_files(self) -> list[FilePatch]:
+        return [f for f in self.files if f.is_binary]
 
     @property
     def code_files(self) -> list[FilePatch]:
@@ -141,6 +148,7 @@ class ReviewRequest(Frozen):
 
 class EvidenceKind(str, Enum):
     NO_CHANGE = "no_change"
+    HYGIENE = "hygiene"
     STATIC = "static"
     PROBE = "probe"
     REGRESSION = "regression"
@@ -232,7 +240,11 @@ class Verdict(BaseModel):
     stages: list[StageResult] = Field(default_factory=list)
     policy: dict[str, Any] = Field(default_factory=dict)
     cost: Cost = Field(default_factory=Cost)
-    apply_method: str | None = Field(default=None, description="How the patch was applied: git-apply or patch-fuzz.")
+    apply_method: str | None = Field(
+        default=None,
+        description="How the patch was applied: git-apply, git-apply-text-part (binary files without data left out) "
+        "or patch-fuzz.",
+    )
     reproducible: bool = Field(
         default=False, description="True when wall-clock times were left out (every seconds field is 0)."
     )

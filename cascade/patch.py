@@ -110,10 +110,10 @@ def parse_patch(text: str, config: NoChangeConfig | None = None) -> Patch:
     if len(patch_set) == 0:
         raise BadInput("malformed diff: no file sections ('--- a/…' / '+++ b/…') found")
     files = [_file_patch(pf, config) for pf in patch_set]
-    binary = [f.path for f in files if f.is_binary]
-    if binary:
-        raise BadInput(f"binary diff for {binary[0]}: cascade reviews text patches only")
-    return Patch(text=text, files=files)
+    # Binary files are part of a normal pull request: the text part is reviewed, the binary files are listed as
+    # evidence (the hygiene stage) and applied only when the diff carries their data (``git diff --binary``).
+    text_part = "".join(str(pf) for pf in patch_set if not pf.is_binary_file) if any(f.is_binary for f in files) else ""
+    return Patch(text=text, files=files, text_part=text_part)
 
 
 def decode_patch_bytes(data: bytes, max_bytes: int, source: str = "patch") -> str:

@@ -75,7 +75,7 @@ class Workspace:
         self._add_worktree(self.base_dir)
         self._add_worktree(self.patched_dir)
         if patch.files:
-            self.apply_method = apply_patch(self.patched_dir, patch.text)
+            self.apply_method = apply_patch(self.patched_dir, patch.text, patch.text_part)
 
     def _check_sources_exist(self, patch: Patch) -> None:
         for f in patch.files:
@@ -100,18 +100,26 @@ class Workspace:
         git(self.repo, "worktree", "prune", check=False)
 
 
-def apply_patch(tree: Path, patch_text: str) -> str:
-    """Apply with ``git apply``; fall back to ``patch --fuzz``. Returns the method that worked."""
-    data = patch_text if patch_text.endswith("\n") else patch_text + "\n"
-    proc = subprocess.run(
-        ["git", "-C", str(tree), "apply", "--whitespace=nowarn", "-"],
-        input=data,
-        capture_output=True,
-        text=True,
+def _git_apply(tree: Path, data: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(tree), "apply", "--whitespace=nowarn", "-"], input=data, capture_output=True, text=True
     )
+
+
+def apply_patch(tree: Path, patch_text: str, text_part: str = "") -> str:
+    """Apply with ``git apply``; fall back to ``patch --fuzz``. Returns the method that worked.
+
+    ``text_part`` is the patch without its binary files (see ``Patch.text_part``): when the whole patch does not
+    apply because a binary file's data is missing ("Binary files … differ"), the text part is applied alone."""
+    data = patch_text if patch_text.endswith("\n") else patch_text + "\n"
+    proc = _git_apply(tree, data)
     if proc.returncode == 0:
         return "git-apply"
     git_error = proc.stderr.strip().splitlines()[:1]
+    if text_part:
+        data = text_part if text_part.endswith("\n") else text_part + "\n"
+        if _git_apply(tree, data).returncode == 0:
+            return "git-apply-text-part"
     if shutil.which("patch") is None:
         raise BadInput(f"patch does not apply: {' '.join(git_error)}")
     proc = subprocess.run(

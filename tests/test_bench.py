@@ -190,7 +190,7 @@ def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[st
     assert (ok.label, ok.status, ok.decision, ok.repo_available) == (
         LabelClass.ACCEPTABLE, TraceStatus.OK, Decision.UNCERTAIN, True,
     )  # fmt: skip
-    assert [s.stage for s in ok.stages] == ["no_change", "static"] == ok.arm_stages
+    assert [s.stage for s in ok.stages] == ["no_change", "hygiene", "static"] == ok.arm_stages
     caught = rows["acme__calc-2"]
     assert (caught.label, caught.decision, caught.deciding_stage) == (LabelClass.DEFECT, Decision.REJECT, "static")
     assert "static: reject" in caught.evidence
@@ -202,7 +202,9 @@ def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[st
     assert stale.error is not None and "does not apply" in stale.error
     ghost = rows["ghost__missing-1"]
     assert (ghost.repo_available, ghost.decision, ghost.status) == (False, Decision.UNCERTAIN, TraceStatus.OK)
-    assert [(s.stage, s.outcome) for s in ghost.stages] == [("no_change", Outcome.PASS), ("static", Outcome.SKIPPED)]
+    assert [(s.stage, s.outcome) for s in ghost.stages] == [
+        ("no_change", Outcome.PASS), ("hygiene", Outcome.PASS), ("static", Outcome.SKIPPED),
+    ]  # fmt: skip
     assert rows["ghost__missing-2"].decision == Decision.REJECT  # Stage 0 needs no checkout
 
     metrics = json.loads((out / "metrics.json").read_text())

@@ -52,14 +52,6 @@ def test_empty_file(repo: Path, tmp_path: Path) -> None:
     assert_bad_input(cascade("review", str(write(tmp_path, "e.diff", "")), "--repo", str(repo), cwd=tmp_path), "empty")
 
 
-def test_binary_diff(repo: Path, tmp_path: Path) -> None:
-    text = (
-        "diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png and b/img.png differ\n"
-    )
-    proc = cascade("review", str(write(tmp_path, "b.diff", text)), "--repo", str(repo), cwd=tmp_path)
-    assert_bad_input(proc, "binary")
-
-
 def test_raw_binary_bytes(repo: Path, tmp_path: Path) -> None:
     proc = cascade(
         "review", str(write(tmp_path, "b.diff", b"\x89PNG\r\n\x1a\n\0\0\0")), "--repo", str(repo), cwd=tmp_path

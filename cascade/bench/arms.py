@@ -26,6 +26,7 @@ from cascade.config import CascadeConfig
 from cascade.errors import BadInput
 from cascade.stages import default_stages
 from cascade.stages.base import Stage
+from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
@@ -51,13 +52,13 @@ class Arm(Protocol):
 
 
 class RulesOnlyArm:
-    """Stage 0 (no code change) + Stage 1 (patch-caused static errors): mechanical, no model."""
+    """Stage 0 (no code change, patch hygiene) + Stage 1 (patch-caused static errors): mechanical, no model."""
 
     name = "rules-only"
-    description = "Stage 0 no-change + Stage 1 patch-caused static errors; no LLM"
+    description = "Stage 0 no-change + patch hygiene + Stage 1 patch-caused static errors; no LLM"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [NoChangeStage(), StaticStage()]
+        return [NoChangeStage(), HygieneStage(), StaticStage()]
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         return ArmBudget(note="mechanical: no LLM calls")
@@ -116,7 +117,7 @@ class StructuredReviewerArm:
     description = "Stage 0 + Stage 1, then the Stage 3 reviewer on the grounded evidence packet; no execution"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [NoChangeStage(), StaticStage(), ReviewerStage()]
+        return [NoChangeStage(), HygieneStage(), StaticStage(), ReviewerStage()]
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         votes = config.reviewer.votes

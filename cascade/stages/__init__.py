@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cascade.config import CascadeConfig
 from cascade.stages.base import Stage
+from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.probes import ProbesStage
 from cascade.stages.reviewer import ReviewerStage
@@ -13,7 +14,7 @@ from cascade.stages.trace_safety import TraceSafetyStage
 
 def default_stages(config: CascadeConfig) -> list[Stage]:
     """The stage list for a config; later stages (probes, reviewer) join here as they land."""
-    stages: list[Stage] = [NoChangeStage(), TraceSafetyStage()]
+    stages: list[Stage] = [NoChangeStage(), HygieneStage(), TraceSafetyStage()]
     if config.stage1.enabled:
         stages.append(StaticStage())
     if config.stage2.enabled:
