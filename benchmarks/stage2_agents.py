@@ -141,9 +141,25 @@ def findings(verdict: Any) -> list[dict[str, Any]]:
     return out
 
 
-def run(out: Path, jobs: int, only: set[str] | None) -> None:
+def interleaved(todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Instances round-robin over repositories, each instance's agents and controls together: a run cut short still
+    covers every repository with both defects and acceptable patches."""
+    tasks = task_rows()
+    by_repo: dict[str, list[str]] = defaultdict(list)
+    for iid in sorted({i["iid"] for i in todo}):
+        by_repo[tasks[iid]["repo"]].append(iid)
+    order: list[str] = []
+    for rank in range(max((len(v) for v in by_repo.values()), default=0)):
+        order += [iids[rank] for _, iids in sorted(by_repo.items()) if rank < len(iids)]
+    position = {iid: n for n, iid in enumerate(order)}
+    return sorted(todo, key=lambda i: position[i["iid"]])
+
+
+def run(out: Path, jobs: int, only: set[str] | None, repos: set[str] | None) -> None:
     done = {json.loads(x)["key"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
+    tasks = task_rows()
     todo = [i for i in items() if i["key"] not in done and (not only or i["set"] in only)]
+    todo = interleaved([i for i in todo if not repos or tasks[i["iid"]]["repo"] in repos])
     print(f"{len(todo)} trace(s) to run, {len(done)} done", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(review_item, i) for i in todo]
@@ -243,9 +259,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sets", default="", help="Comma-separated subset of sets (coder, gold, …); empty = all.")
+    parser.add_argument("--repos", default="", help="Comma-separated repositories (owner/name); empty = all.")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.out, args.jobs, set(filter(None, args.sets.split(","))) or None)
+        sets = set(filter(None, args.sets.split(","))) or None
+        run(args.out, args.jobs, sets, set(filter(None, args.repos.split(","))) or None)
     elif args.command == "list":
         for i in items():
             print(i["key"], i["label"])
