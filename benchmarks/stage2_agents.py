@@ -77,7 +77,7 @@ def items() -> Iterator[dict[str, Any]]:
 def review_item(item: dict[str, Any]) -> dict[str, Any]:
     from cascade.config import parse_config
     from cascade.errors import CascadeError
-    from cascade.execution.envs import spec_for_repo
+    from cascade.execution.repo_specs import spec_for_repo
     from cascade.models import ReviewRequest
     from cascade.pipeline import review
     from cascade.stages import default_stages
@@ -86,8 +86,13 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
     row = task_rows()[item["iid"]]
     spec = spec_for_repo(row["repo"], row["version"])
     env = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
-           "extras": spec.extras} if spec else {}  # fmt: skip
-    config = parse_config({"env": env, "stage2": {"exhaustive": True, "sources": SOURCES}})
+           "extras": spec.extras, "build_extensions": spec.build_extensions} if spec else {}  # fmt: skip
+    stage2: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
+    record: dict[str, Any] = {k: item[k] for k in ("key", "set", "iid", "label")}
+    if spec is not None and spec.unsupported:  # stages 0-1 still decide; Stage 2 says why it cannot run
+        stage2["enabled"] = False
+        record["stage2_unavailable"] = spec.unsupported
+    config = parse_config({"env": env, "stage2": stage2})
     trace = None
     if item.get("trace"):
         try:
@@ -98,7 +103,6 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
         repo=str(MIRRORS / row["repo"].replace("/", "+") / "repo"), base_ref=row["base_commit"],
         patch_text=item["patch"], issue_text=row["problem_statement"], trace=trace, config=config,
     )  # fmt: skip
-    record: dict[str, Any] = {k: item[k] for k in ("key", "set", "iid", "label")}
     record.update(repo=row["repo"], has_trace=trace is not None)
     started = time.perf_counter()
     try:

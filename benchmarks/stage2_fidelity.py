@@ -30,7 +30,8 @@ from typing import Any
 
 from cascade.config import parse_config
 from cascade.errors import CascadeError
-from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_environment, spec_for_repo
+from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_environment
+from cascade.execution.repo_specs import spec_for_repo
 from cascade.execution.runner import TestResult, run_pytest
 from cascade.models import EvidenceKind, ReviewRequest
 from cascade.patch import parse_patch

@@ -126,6 +126,11 @@ class EnvConfig(Section):
     )
     cache_dir: str | None = Field(default=None, description="Venv cache; None = ~/.cache/cascade/envs.")
     setup_timeout_seconds: float = Field(default=900, gt=0)
+    build_extensions: bool = Field(
+        default=False,
+        description="Build the project's compiled extensions in the tree before testing (astropy); cached per "
+        "environment and extension sources.",
+    )
 
 
 class LLMConfig(Section):

@@ -15,9 +15,9 @@ from cascade.execution.envs import (
     current_environment,
     ensure_environment,
     resolve_python,
-    spec_for_repo,
     write_scm_version_file,
 )
+from cascade.execution.repo_specs import spec_for_repo
 from cascade.execution.runner import run_pytest
 from cascade.sandbox.base import Sandbox
 from cascade.sandbox.select import get_sandbox
@@ -180,7 +180,9 @@ def test_task_versions_get_the_harness_pins_and_others_the_repository_default() 
     sphinx_3 = spec_for_repo("sphinx-doc/sphinx", "3.5")
     assert sphinx_3 is not None and "Jinja2<3.0" in sphinx_3.packages and sphinx_3.extras == ["test"]
     astropy = spec_for_repo("astropy/astropy", "4.3")
-    assert astropy is not None and astropy.unsupported
+    assert astropy is not None and astropy.build_extensions and not astropy.unsupported
+    old_astropy = spec_for_repo("astropy/astropy", "1.3")
+    assert old_astropy is not None and old_astropy.unsupported
     assert spec_for_repo("no/such-repo", "1.0") is None
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from cascade.config import CascadeConfig
 from cascade.errors import CascadeError
 from cascade.execution.envs import Environment, EnvSpec, current_environment, ensure_environment
+from cascade.execution.extensions import describe, ensure_extensions, install_products
 from cascade.sandbox.base import Sandbox
 from cascade.sandbox.select import get_sandbox
 
@@ -35,3 +36,16 @@ def make_environment(config: CascadeConfig, repo: str, base_dir: Path) -> Enviro
     )
     cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
     return ensure_environment(spec, project_tree=base_dir, cache_dir=cache, timeout=cfg.setup_timeout_seconds)
+
+
+def prepare_extensions(
+    config: CascadeConfig, env: Environment, base: Path, patched: Path, changed: list[str]
+) -> str | None:
+    """Compiled extensions into both trees when the environment says the tests need them (issue 15: astropy)."""
+    cfg = config.env
+    if not cfg.build_extensions:
+        return None
+    cache = Path(cfg.cache_dir).expanduser() / "builds" if cfg.cache_dir else None
+    build = ensure_extensions(env, base, changed, cache_dir=cache, timeout=max(cfg.setup_timeout_seconds, 1800))
+    install_products(build, base, patched)
+    return describe(build)

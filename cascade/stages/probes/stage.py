@@ -16,7 +16,7 @@ from cascade.probesources.generated import llm_accounting
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import judging
 from cascade.stages.probes.changes import changed_lines
-from cascade.stages.probes.environment import make_environment, make_sandbox
+from cascade.stages.probes.environment import make_environment, make_sandbox, prepare_extensions
 from cascade.stages.probes.probing import run_probes
 from cascade.stages.probes.regression import check_regressions
 from cascade.stages.probes.selection import MAX_REGRESSION_FILES
@@ -47,6 +47,7 @@ class ProbesStage:
         try:
             sandbox = self._sandbox or make_sandbox(ctx.config)
             env = self._environment or make_environment(ctx.config, ctx.request.repo, base)
+            built = prepare_extensions(ctx.config, env, base, patched, [f.path for f in ctx.patch.files])
         except CascadeError as exc:
             return _skipped(self.name, f"no execution environment: {exc}")
         session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched))
@@ -54,6 +55,8 @@ class ProbesStage:
         details = {"isolation": sandbox.isolation, "python": env.python_version}
         setup = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
         session.findings.evidence.append(setup)
+        if built:
+            session.findings.evidence.append(Evidence(kind=EvidenceKind.INFO, grounded=False, summary=built))
         try:
             if ctx.config.stage2.regression:
                 check_regressions(session, ctx.patch, self.max_regression_files)
