@@ -113,6 +113,26 @@ def summarize(rows: list[dict[str, Any]], command: str) -> str:
                 f"{sum(1 for r in part if r['artifact'])} | {len(ran)} | {sum(1 for r in ran if r['gitignore'])} | "
                 f"{len(rejected)} |"
             )
+    out += [
+        "",
+        "## Repositories without a mirror (django, scikit-learn, matplotlib): artifact part only",
+        "",
+        "The `.gitignore` part could not run for these patches (no base tree here).",
+        "",
+        "| source | label | patches | with binary files | artifact/root-binary rejects |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for source in sources:
+        for label in ("acceptable", "defect"):
+            part = [
+                r
+                for r in rows
+                if r["source"] == source and r["label"] == label and "error" not in r and r["gitignore"] is None
+            ]
+            if part:
+                binaries = sum(1 for r in part if r["binary_files"])
+                artifacts = sum(1 for r in part if r["artifact"])
+                out.append(f"| {source} | {label} | {len(part)} | {binaries} | {artifacts} |")
     out += ["", "## Every patch with a finding", ""]
     for r in sorted(rows, key=lambda r: (r["label"], r["source"], r["instance"])):
         if "error" in r or not (r["artifact"] or r["gitignore"]):
