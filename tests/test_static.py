@@ -18,7 +18,7 @@ from cascade.stages.static import StaticStage
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics, normalize_message
 from cascade.static.rules import RepoLayout, rule_class
 from cascade.tools import find_tool
-from tests.conftest import diff_of, run_git
+from tests.conftest import MakeRepo, diff_of, run_git
 
 pytestmark = pytest.mark.skipif(shutil.which("pyright") is None, reason="pyright is not installed")
 
@@ -339,3 +339,40 @@ def test_in_repo_qualifiers_follow_the_callee_and_the_module(tmp_path: Path) -> 
     )
     assert rule_class(unknown_symbol("Path"), layout) == "pyright:reportAttributeAccessIssue"  # bound conditionally
     assert rule_class(unknown_symbol("gone"), layout) == "pyright:reportAttributeAccessIssue:in-repo-module"
+
+
+IMPORT_SPELLINGS = [
+    "from .core import helper\n\n\ndef use():\n    return helper(3)\n",
+    "from pkg import core\n\n\ndef use():\n    return core.helper(3)\n",
+    "from . import core\n\n\ndef use():\n    return core.helper(3)\n",
+    "import pkg.core as c\n\n\ndef use():\n    return c.helper(3)\n",
+]
+
+
+@pytest.mark.parametrize("importer", IMPORT_SPELLINGS, ids=["relative-from", "from-package", "relative-package", "as"])
+@pytest.mark.parametrize("how", ["rename", "delete"])
+def test_importers_of_a_renamed_or_deleted_module_are_dependents(make_repo: MakeRepo, importer: str, how: str) -> None:
+    # Every spelling of the import is found (issue 13, point 5): before, only the dotted name `pkg.core` was
+    # searched, so a relative or from-package import of a renamed module went unchecked.
+    repo = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "pkg/user.py": importer})
+    changes: dict[str, str | None] = {"pkg/core.py": None}
+    if how == "rename":
+        changes["pkg/engine.py"] = CORE
+    result = stage1(repo, changes)
+    info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
+    assert info.details["dependents"] == ["pkg/user.py"]
+    assert result.outcome == Outcome.REJECT, result.reason
+    assert {d.path for d in static_diagnostics(result, rejecting=True)} == {"pkg/user.py"}
+
+
+def test_a_rename_whose_importers_are_updated_is_not_rejected(make_repo: MakeRepo) -> None:
+    repo = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "pkg/user.py": IMPORT_SPELLINGS[0]})
+    moved = IMPORT_SPELLINGS[0].replace(".core", ".engine")
+    result = stage1(repo, {"pkg/core.py": None, "pkg/engine.py": CORE, "pkg/user.py": moved})
+    assert result.outcome == Outcome.PASS, result.reason
+    # a module of the same stem elsewhere that does not import the renamed one is no dependent
+    other = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "lib2/__init__.py": "", "lib2/core.py": "X = 1\n",
+                       "lib2/user.py": "from lib2.core import X\n"})  # fmt: skip
+    result = stage1(other, {"pkg/core.py": None, "pkg/engine.py": CORE})
+    info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
+    assert info.details["dependents"] == [] and result.outcome == Outcome.PASS

@@ -4,7 +4,9 @@ Names come from comparing the ``ast`` of each changed file in the base and patch
 - top-level functions, classes and assigned names that the patch removes, or whose signature (parameters and
   decorators) it changes — what a caller elsewhere can break on (undefined import, wrong arity, unknown keyword);
 - methods of top-level classes removed or re-signed likewise (callers reach them as ``obj.name``);
-- for a removed or renamed module, its module path.
+- for a removed or renamed module, its module path; and its importers — every file that imports it by any spelling
+  (``import m``, ``from m import x``, ``from pkg import m``, relative forms), confirmed from the file's ``ast`` —
+  are dependents first, analysed in both trees like any other.
 A body-only change cannot make another file's call or import invalid, so it adds no names; this keeps the
 dependent set small. Dependents are unchanged tracked files of the patched tree found with
 ``git grep -l -w`` (fixed strings), non-test files first, at most ``max_dependents``.
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cascade.config import NoChangeConfig
 from cascade.models import FilePatch, Patch
 from cascade.patch import classify
+from cascade.static.rules import resolve_relative
 
 Defs = dict[str, str]  # name → ast dump of its signature ("" for plain assignments)
 
@@ -129,6 +132,40 @@ def git_grep_files(tree: Path, names: list[str], timeout: float) -> list[str]:
     return [line for line in proc.stdout.splitlines() if line]
 
 
+def imports_module(source: str, rel_path: str, modules: set[str]) -> bool:
+    """True when the file at ``rel_path`` imports one of ``modules`` (or something inside it) by any spelling:
+    ``import m``, ``from m import x``, ``from pkg import m``, and the relative forms ``from .m import x`` /
+    ``from . import m``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+
+    def hit(name: str) -> bool:
+        return any(name == m or name.startswith(m + ".") for m in modules)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(hit(a.name) for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom):
+            origin = resolve_relative(rel_path, node.module, node.level)
+            if hit(origin) or any(hit(f"{origin}.{a.name}" if origin else a.name) for a in node.names):
+                return True
+    return False
+
+
+def importers_of(tree: Path, modules: list[str], timeout: float) -> list[str]:
+    """Tracked Python files of ``tree`` that import one of ``modules`` (a module the patch removes or renames).
+
+    Candidates are the files that mention a module's last component as a word (every spelling of an import
+    names it); each is then confirmed from its ``ast``, relative imports resolved against its own package."""
+    if not modules:
+        return []
+    wanted = set(modules)
+    candidates = git_grep_files(tree, sorted({m.rsplit(".", 1)[-1] for m in modules}), timeout)
+    return [p for p in candidates if imports_module(_read(tree, p) or "", p, wanted)]
+
+
 def find_targets(
     patch: Patch, base: Path, patched: Path, max_dependents: int, stage0: NoChangeConfig, timeout: float
 ) -> Targets:
@@ -140,13 +177,16 @@ def find_targets(
     for f in py:
         names |= _file_names(f, base, patched)
     changed = set(base_changed) | set(patched_changed)
-    found = [p for p in git_grep_files(patched, sorted(names), timeout) if p not in changed]
+    gone = sorted({module_path(f.source_path) for f in py if f.source_path and (f.is_removed or f.is_rename)})
+    importers = [p for p in importers_of(patched, gone, timeout) if p not in changed and (base / p).is_file()]
+    found = [p for p in git_grep_files(patched, sorted(names), timeout) if p not in changed and p not in importers]
     found = [p for p in found if (base / p).is_file() and (patched / p).is_file()]
     # files that also name a changed module are likelier importers than a same-named method elsewhere
     stems = sorted({module_path(p).rsplit(".", 1)[-1] for p in changed if module_path(p)})
     near = set(git_grep_files(patched, stems, timeout)) if found else set()
     found.sort(key=lambda p: (classify(p, stage0).value == "test", p not in near, p))
-    dependents = found[:max_dependents]
+    importers.sort(key=lambda p: (classify(p, stage0).value == "test", p))
+    dependents = (importers + found)[:max_dependents]
     renamed = {f.target_path: f.source_path for f in py if f.is_rename and f.target_path and f.source_path}
     return Targets(
         base_files=sorted(base_changed) + dependents,
