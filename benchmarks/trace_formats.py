@@ -24,9 +24,9 @@ from typing import Any
 
 from cascade.bench.data import trace_file
 from cascade.errors import CascadeError
-from cascade.execution.trace_scan import scan_trace
 from cascade.patch import parse_patch
 from cascade.probesources.trace import minable_scripts, mine_scripts
+from cascade.safety import scan_trace
 from cascade.traces import load_trace
 
 DATA = Path("/work/shared/data/swebench")

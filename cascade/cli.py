@@ -122,7 +122,7 @@ def review(
     """Review PATCH (a unified diff file, or '-' for stdin) against --repo."""
     from cascade.llm.overrides import with_llm_overrides
     from cascade.pipeline import review as run_review
-    from cascade.report.stable import reproducible as without_times
+    from cascade.stable import reproducible as without_times
 
     config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode)
     patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)

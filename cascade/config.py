@@ -158,7 +158,7 @@ class ReviewerConfig(Section):
 class SafetyConfig(Section):
     trace_scan: Literal["reject", "evidence", "off"] = Field(
         default="reject",
-        description="Unsafe commands the agent ran in its trace (cascade/execution/trace_scan.py): reject the patch "
+        description="Unsafe commands the agent ran in its trace (cascade/safety.py): reject the patch "
         "(design §3 Safety), only report them, or do not scan.",
     )
 

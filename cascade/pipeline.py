@@ -21,7 +21,7 @@ from cascade.models import (
     Verdict,
 )
 from cascade.patch import parse_patch
-from cascade.report.stable import run_placeholders, stable_result
+from cascade.stable import run_placeholders, stable_result
 from cascade.stages import default_stages
 from cascade.stages.base import Stage
 from cascade.workspace import Workspace
@@ -31,7 +31,7 @@ _DECISIVE = {Outcome.ACCEPT: Decision.ACCEPT, Outcome.REJECT: Decision.REJECT, O
 
 def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
     """Run one stage, timing it; a crash becomes a recorded `skipped` result, never an accept. The result names
-    no temporary path of this run (see cascade.report.stable), so reports are stable and later stages see that too.
+    no temporary path of this run (see cascade.stable), so reports are stable and later stages see that too.
     A cassette replay miss ends the review: the replay could not reproduce the recorded run."""
     started = time.perf_counter()
     try:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cascade.sandbox.base import RunResult, RunSpec, SideEffect
+from cascade.safety import SideEffect
+from cascade.sandbox.base import RunResult, RunSpec
 from cascade.sandbox.bwrap import BwrapSandbox
 from cascade.sandbox.oracle import CANARY
 

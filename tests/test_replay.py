@@ -22,7 +22,7 @@ from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.probesources.generated import GeneratedProbeSource
 from cascade.report import render
-from cascade.report.stable import (
+from cascade.stable import (
     BASE,
     PATCHED,
     PYRIGHT_CONFIG_DIR,

@@ -21,13 +21,14 @@ import pytest
 
 from cascade.config import SandboxConfig
 from cascade.errors import ToolUnavailable
-from cascade.execution.trace_scan import scan_command, scan_trace, trace_scan_evidence
+from cascade.safety import scan_command, scan_trace
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox, probe_bwrap
 from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox
 from cascade.sandbox.none import NoSandbox
 from cascade.sandbox.oracle import CANARY, DECOY_ENV
 from cascade.sandbox.select import get_sandbox, run_spec
+from cascade.stages.trace_safety import trace_scan_evidence
 from cascade.traces import trace_from_data
 
 ISOLATING_BACKENDS = ["bwrap", "docker"]

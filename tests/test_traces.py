@@ -11,9 +11,9 @@ import pytest
 
 from cascade.bench.data import trace_file
 from cascade.errors import BadInput
-from cascade.execution.trace_scan import scan_trace
 from cascade.models import FileWrite, LineEdit, ShellCommand, TextReplace, Trace
 from cascade.probesources.trace import minable_scripts, mine_scripts, python_runs
+from cascade.safety import scan_trace
 from cascade.traces import load_trace, reader_for, trace_from_data
 from cascade.traces.base import repo_path
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cascade.errors import CascadeError
 from cascade.llm.cassette import ChatMessage
-from cascade.report.stable import run_placeholders, stable_text, without_durations
+from cascade.stable import run_placeholders, stable_text, without_durations
 
 if TYPE_CHECKING:
     from cascade.context import ReviewContext

@@ -17,9 +17,9 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.context import ReviewContext
-from cascade.execution.trace_scan import command_lines
 from cascade.models import FileWrite, LineEdit, ShellCommand, TextReplace, Trace, TraceOperation
 from cascade.probesources.base import ProbeCandidate, ProbeFeedback, ProbeOrigin
+from cascade.safety import command_lines
 from cascade.traces.base import repo_path
 
 _MAX_SCRIPT_CHARS = 50_000

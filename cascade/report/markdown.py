@@ -12,7 +12,7 @@ import re
 
 from cascade.models import Decision, Evidence, Verdict
 from cascade.report import view
-from cascade.report.stable import placeholders_used, seconds_label
+from cascade.stable import placeholders_used, seconds_label
 
 GITHUB_COMMENT_LIMIT = 65_536
 DEFAULT_LIMIT = 60_000  # well under GitHub's limit, leaving room for anything a workflow wraps around it

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from cascade.models import Decision, Evidence, Outcome, Verdict
 from cascade.report import view
-from cascade.report.stable import placeholders_used, seconds_label
+from cascade.stable import placeholders_used, seconds_label
 
 WIDTH = 100
 

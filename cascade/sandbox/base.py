@@ -6,10 +6,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cascade.safety import SideEffect
+
 Isolation = Literal["bwrap", "docker", "none"]
-EffectKind = Literal[
-    "file_write", "file_delete", "file_create", "credential_read", "network", "subprocess", "privilege", "other"
-]
 
 
 class RunSpec(BaseModel):
@@ -28,23 +27,6 @@ class RunSpec(BaseModel):
     cpu_seconds: int = 300
     file_size_mb: int = 512
     pids: int = 256
-
-
-class SideEffect(BaseModel):
-    """Something the run did outside its worktree: itself evidence for a reject."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: EffectKind
-    target: str
-    detail: str = ""
-    source: str = Field(description="Which oracle saw it: home_diff, tmp_diff, audit_hook, docker_diff, trace_scan.")
-    benign: bool = Field(
-        default=False,
-        description="True for what a normal test run does in its private scratch space (files in the private /tmp "
-        "or ~/.cache, a plain subprocess, a loopback connect inside the sandbox's own network namespace): "
-        "recorded as context, never a reason to reject.",
-    )
 
 
 class RunResult(BaseModel):

@@ -27,8 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from cascade.execution.trace_scan import scan_command
-from cascade.sandbox.base import EffectKind, SideEffect
+from cascade.safety import EffectKind, SideEffect, scan_command
 
 AUDIT_HOOK_DIR = Path(__file__).resolve().parent / "audit_hook"
 AUDIT_FILE = "audit.jsonl"

@@ -1,13 +1,13 @@
 """Safety — the agent's own trace: unsafe commands it executed during its session reject the patch (design §3).
 
 It needs no checkout and runs nothing, so it comes right after Stage 0. The evidence is re-runnable by anyone: the
-trace step and the command line that matched a rule of `cascade/execution/trace_scan.py`."""
+trace step and the command line that matched a rule of `cascade/safety.py`."""
 
 from __future__ import annotations
 
 from cascade.context import ReviewContext
-from cascade.execution.trace_scan import trace_scan_evidence
-from cascade.models import Evidence, EvidenceKind, Outcome, StageResult
+from cascade.models import Evidence, EvidenceKind, Outcome, StageResult, Trace
+from cascade.safety import scan_trace
 
 
 class TraceSafetyStage:
@@ -28,9 +28,24 @@ class TraceSafetyStage:
         if mode == "reject":
             steps = len(evidence.commands)
             return _result(Outcome.REJECT, f"the agent ran {steps} unsafe command(s) during its session", [evidence])
-        return _result(Outcome.PASS, "unsafe trace commands reported as evidence (safety.trace_scan: evidence)",
-                       [evidence])
+        return _result(
+            Outcome.PASS, "unsafe trace commands reported as evidence (safety.trace_scan: evidence)", [evidence]
+        )
 
 
 def _result(outcome: Outcome, reason: str, evidence: list[Evidence]) -> StageResult:
     return StageResult(stage=TraceSafetyStage.name, outcome=outcome, reason=reason, evidence=evidence)
+
+
+def trace_scan_evidence(trace: Trace | None) -> Evidence | None:
+    """The scan as one grounded piece of evidence (anyone can re-read the trace), or None when nothing matched."""
+    effects = scan_trace(trace) if trace is not None else []
+    if not effects:
+        return None
+    return Evidence(
+        kind=EvidenceKind.TRACE_SCAN,
+        grounded=True,
+        summary=f"{len(effects)} unsafe operation(s) among the commands the agent executed",
+        details={"side_effects": [effect.model_dump() for effect in effects]},
+        commands=sorted({effect.target for effect in effects}),
+    )

@@ -19,7 +19,7 @@ from cascade.config import ProbesConfig
 from cascade.execution.runner import PytestRun, TestResult, executed_lines
 from cascade.models import Evidence, EvidenceKind, Outcome, StageResult
 from cascade.probesources.base import ProbeCandidate, ProbeFeedback
-from cascade.sandbox.base import SideEffect
+from cascade.safety import SideEffect
 
 EXCERPT = 1500
 

@@ -1,18 +1,40 @@
-"""Scan the commands an agent executed (its trace) for unsafe operations (design §3 Safety).
+"""Safety rules: what counts as unsafe in a command line, and the `SideEffect` record every safety check produces.
 
-Coding agents have been seen carrying out unsafe system changes disguised as routine steps; the commands they ran
-are evidence of that even when nothing is executed again. Each rule is a regular expression over one command line;
-matches become `SideEffect` records with source ``trace_scan``. The same rules judge the subprocess commands the
-audit hook sees inside the sandbox."""
+Coding agents have been seen carrying out unsafe system changes disguised as routine steps. One set of rules judges
+both what an agent did in its session (its trace; the `trace_scan` stage) and the subprocess commands the audit hook
+sees inside the sandbox (`cascade/sandbox/oracle.py`). Each rule is a regular expression over one command line.
+This module imports only `cascade.models`, so every layer can import it downward.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from cascade.models import Evidence, EvidenceKind, ShellCommand, Trace, TraceOperation
-from cascade.sandbox.base import EffectKind, SideEffect
+from cascade.models import ShellCommand, Trace, TraceOperation
+
+EffectKind = Literal[
+    "file_write", "file_delete", "file_create", "credential_read", "network", "subprocess", "privilege", "other"
+]
+
+
+class SideEffect(BaseModel):
+    """Something untrusted code or the agent did outside its worktree: itself evidence for a reject."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: EffectKind
+    target: str
+    detail: str = ""
+    source: str = Field(description="Which oracle saw it: home_diff, tmp_diff, audit_hook, docker_diff, trace_scan.")
+    benign: bool = Field(
+        default=False,
+        description="True for what a normal test run does in its private scratch space (files in the private /tmp "
+        "or ~/.cache, a plain subprocess, a loopback connect inside the sandbox's own network namespace): "
+        "recorded as context, never a reason to reject.",
+    )
 
 
 class UnsafeRule(BaseModel):
@@ -158,17 +180,3 @@ def body_terminator(line: str) -> str | None:
         return "end_of_edit"
     heredoc = re.search(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?", line)
     return heredoc.group(1) if heredoc else None
-
-
-def trace_scan_evidence(trace: Trace | None) -> Evidence | None:
-    """The scan as one grounded piece of evidence (anyone can re-read the trace), or None when nothing matched."""
-    effects = scan_trace(trace) if trace is not None else []
-    if not effects:
-        return None
-    return Evidence(
-        kind=EvidenceKind.TRACE_SCAN,
-        grounded=True,
-        summary=f"{len(effects)} unsafe operation(s) among the commands the agent executed",
-        details={"side_effects": [effect.model_dump() for effect in effects]},
-        commands=sorted({effect.target for effect in effects}),
-    )
