@@ -31,6 +31,7 @@ from typing import Any
 from cascade.config import parse_config
 from cascade.errors import CascadeError
 from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_environment
+from cascade.execution.official import node_ids
 from cascade.execution.repo_specs import spec_for_repo
 from cascade.execution.runner import TestResult, run_pytest
 from cascade.models import EvidenceKind, ReviewRequest
@@ -97,19 +98,8 @@ class Checkout:
 
 def f2p_node_ids(row: dict[str, Any], tree: Path) -> tuple[list[str], list[str]]:
     """Node ids of the FAIL_TO_PASS tests; sympy lists bare function names, found in the test_patch's files."""
-    names: list[str] = json.loads(row["FAIL_TO_PASS"])
     files = [f.path for f in parse_patch(row["test_patch"]).files if f.path.endswith(".py")]
-    ids, missing = [], []
-    for name in names:
-        if "::" in name:
-            ids.append(name)
-            continue
-        found = next((f for f in files if f"def {name}(" in (tree / f).read_text(errors="replace")), None)
-        if found:
-            ids.append(f"{found}::{name}")
-        else:
-            missing.append(name)
-    return ids, missing
+    return node_ids(json.loads(row["FAIL_TO_PASS"]), files, tree)
 
 
 def env_spec(repo: str, version: str | None = None) -> EnvSpec:

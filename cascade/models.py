@@ -137,12 +137,25 @@ class Trace(Frozen):
     steps: list[TraceStep] = Field(default_factory=list)
 
 
+class OfficialTests(Frozen):
+    """A task's own tests, as SWE-bench publishes them: graded like the harness grades (the official-tests arm)."""
+
+    repo: str = Field(description="owner/name, which picks the test environment of that repository.")
+    version: str | None = Field(default=None, description="The task's version (environment pins differ by it).")
+    test_patch: str = Field(description="The tests the task's fix came with, applied before the run.")
+    fail_to_pass: list[str] = Field(description="Tests that must pass with a resolving patch (they fail before it).")
+    pass_to_pass: list[str] = Field(default_factory=list, description="Tests that must keep passing.")
+
+
 class ReviewRequest(Frozen):
     repo: str = Field(description="Path of the git repository the patch applies to.")
     base_ref: str = "HEAD"
     patch_text: str
     issue_text: str | None = None
     trace: Trace | None = None
+    official_tests: OfficialTests | None = Field(
+        default=None, description="The task's official tests, for the official-tests stage only (never the gate)."
+    )
     config: CascadeConfig = Field(default_factory=CascadeConfig)
 
 
@@ -155,6 +168,7 @@ class EvidenceKind(str, Enum):
     SIDE_EFFECT = "side_effect"
     TRACE_SCAN = "trace_scan"
     REVIEW_VOTE = "review_vote"
+    OFFICIAL_TESTS = "official_tests"
     APPLY = "apply"
     UNAVAILABLE = "unavailable"
     INFO = "info"

@@ -28,6 +28,7 @@ from cascade.stages import default_stages
 from cascade.stages.base import Stage
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
+from cascade.stages.official_tests import OfficialTestsStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
 
@@ -143,3 +144,20 @@ class FullCascadeArm:
 register_arm(PatchOnlyReviewerArm())
 register_arm(StructuredReviewerArm())
 register_arm(FullCascadeArm())
+
+
+class OfficialTestsArm:
+    """The upper-bound diagnostic: each task's own FAIL_TO_PASS and PASS_TO_PASS tests, graded as the SWE-bench
+    harness grades (resolved → accept). Its agreement with the official labels measures the environments."""
+
+    name = "official-tests"
+    description = "The task row's test_patch, FAIL_TO_PASS and PASS_TO_PASS run in the sandbox; resolved = accept"
+
+    def stages(self, config: CascadeConfig) -> list[Stage]:
+        return [OfficialTestsStage()]
+
+    def budget(self, config: CascadeConfig) -> ArmBudget:
+        return ArmBudget(note=f"mechanical: one sandboxed pytest run, {config.sandbox.timeout_seconds:g}s cap")
+
+
+register_arm(OfficialTestsArm())

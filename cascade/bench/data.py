@@ -18,10 +18,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cascade.bench.rows import BenchCase, LabelClass
 from cascade.errors import BadInput, read_input_text
+from cascade.models import OfficialTests
 
 GOLD_MODEL = "gold"
 M = TypeVar("M", bound=BaseModel)
@@ -35,6 +36,35 @@ class TaskRow(BaseModel):
     base_commit: str
     problem_statement: str = ""
     patch: str = ""
+    version: str | None = None
+    test_patch: str = ""
+    FAIL_TO_PASS: str | list[str] = Field(default="[]", description="JSON-encoded list, as published (or a list).")
+    PASS_TO_PASS: str | list[str] = Field(default="[]", description="JSON-encoded list, as published (or a list).")
+
+    def official_tests(self) -> OfficialTests | None:
+        """The row's test fields, when it has them (SWE-bench Lite rows do; Verified rows here do not)."""
+        fail_to_pass = _test_list(self.FAIL_TO_PASS, self.instance_id, "FAIL_TO_PASS")
+        if not self.test_patch.strip() or not fail_to_pass:
+            return None
+        return OfficialTests(
+            repo=self.repo,
+            version=self.version,
+            test_patch=self.test_patch,
+            fail_to_pass=fail_to_pass,
+            pass_to_pass=_test_list(self.PASS_TO_PASS, self.instance_id, "PASS_TO_PASS"),
+        )
+
+
+def _test_list(value: str | list[str], instance_id: str, field: str) -> list[str]:
+    if isinstance(value, list):
+        return value
+    try:
+        parsed: Any = json.loads(value or "[]")
+    except json.JSONDecodeError:
+        raise BadInput(f"task {instance_id}: {field} is not a JSON list") from None
+    if not isinstance(parsed, list) or not all(isinstance(t, str) for t in parsed):
+        raise BadInput(f"task {instance_id}: {field} is not a JSON list of test names")
+    return parsed
 
 
 class Prediction(BaseModel):
@@ -154,6 +184,7 @@ def build_cases(
                 issue_text=task.problem_statement or None,
                 label=label_of(patch, pred.instance_id, resolved),
                 trace_path=str(traj) if traj is not None else None,
+                official_tests=task.official_tests(),
             )
         )
     return CaseSet(cases=cases, without_task=without_task)

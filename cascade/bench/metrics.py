@@ -23,13 +23,13 @@ from cascade.bench.rows import ArmBudget, TraceRow
 from cascade.errors import BadInput
 from cascade.models import Decision
 
-METRICS_SCHEMA_VERSION = "1.0"
+METRICS_SCHEMA_VERSION = "1.1"  # 1.1: agreement
 DEFAULT_SEED = 20240604
 DEFAULT_RESAMPLES = 2000
 CONFIDENCE = 0.95
 EXACT_PERMUTATION_MAX = 16  # up to 2**16 sign patterns are enumerated; beyond, seeded Monte Carlo
 PERMUTATION_RESAMPLES = 20000
-METRIC_NAMES = ("catch", "miss", "over_rejection", "coverage", "risk")
+METRIC_NAMES = ("catch", "miss", "over_rejection", "coverage", "risk", "agreement")
 
 Bools = NDArray[np.bool_]
 
@@ -60,6 +60,7 @@ class MetricSet(BaseModel):
     over_rejection: Estimate
     coverage: Estimate
     risk: Estimate
+    agreement: Estimate = Field(description="P(right decision): reject a defect or accept an acceptable patch")
 
 
 class StageMetrics(BaseModel):
@@ -149,6 +150,7 @@ class Outcomes:
             "over_rejection": ((reject & acceptable).sum(-1), acceptable.sum(-1)),
             "coverage": (decided.sum(-1), n),
             "risk": (wrong.sum(-1), decided.sum(-1)),
+            "agreement": (((reject & defect) | (accept & acceptable)).sum(-1), n),
         }
 
 

@@ -27,7 +27,8 @@ MAX_LISTED_FAILURES = 40
 
 DEFINITIONS = (
     "catch = P(reject | defect), miss = P(accept | defect), over-rejection = P(reject | acceptable), "
-    "coverage = P(decided), risk = P(wrong | decided). Empty patches count as defects (own row by class). "
+    "coverage = P(decided), risk = P(wrong | decided), agreement = P(right) with the labels (the official-tests "
+    "arm's fidelity). Empty patches count as defects (own row by class). "
     "Abstentions — uncertain, bad input, timeout, crash — stay in every denominator. "
     "Brackets: 95% percentile bootstrap CI over traces; then numerator/denominator."
 )
@@ -53,21 +54,22 @@ def fmt(e: Estimate, counts: bool = True) -> str:
 def _metrics_table(first: str, groups: dict[str, MetricSet], extra: dict[str, str] | None = None) -> list[str]:
     extra_col = " availability |" if extra is not None else ""
     lines = [
-        f"| {first} |{extra_col} traces | defects | decided | catch | miss | over-rejection | coverage | risk |",
-        "|---|" + ("---|" if extra is not None else "") + "---:|---:|---:|---|---|---|---|---|",
+        f"| {first} |{extra_col} traces | defects | decided | catch | miss | over-rejection | coverage | risk "
+        "| agreement |",
+        "|---|" + ("---|" if extra is not None else "") + "---:|---:|---:|---|---|---|---|---|---|",
     ]
     for name, m in groups.items():
         cell = f" {extra.get(name, '')} |" if extra is not None else ""
         lines.append(
             f"| {name} |{cell} {m.traces} | {m.defects} | {m.decided} | {fmt(m.catch)} | {fmt(m.miss)} | "
-            f"{fmt(m.over_rejection)} | {fmt(m.coverage)} | {fmt(m.risk)} |"
+            f"{fmt(m.over_rejection)} | {fmt(m.coverage)} | {fmt(m.risk)} | {fmt(m.agreement)} |"
         )
     return lines
 
 
 def _overall(m: MetricSet) -> list[str]:
     lines = ["| metric | value | 95% CI | count |", "|---|---:|---|---:|"]
-    for name in ("catch", "miss", "over_rejection", "coverage", "risk"):
+    for name in ("catch", "miss", "over_rejection", "coverage", "risk", "agreement"):
         e: Estimate = getattr(m, name)
         ci = f"[{e.low:.3f}, {e.high:.3f}]" if e.low is not None and e.high is not None else "—"
         value = f"{e.value:.3f}" if e.value is not None else "—"

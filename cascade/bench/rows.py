@@ -7,7 +7,7 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.config import CascadeConfig
-from cascade.models import Decision, Outcome
+from cascade.models import Decision, OfficialTests, Outcome
 
 ROW_SCHEMA_VERSION = "1.0"
 
@@ -56,6 +56,9 @@ class BenchCase(BaseModel):
     issue_text: str | None = None
     label: LabelClass
     trace_path: str | None = Field(default=None, description="Trajectory file of this prediction, when one was given")
+    official_tests: OfficialTests | None = Field(
+        default=None, description="The task row's test_patch and test lists (read only by the official-tests arm)"
+    )
 
 
 class TraceJob(BaseModel):

@@ -29,6 +29,7 @@ from cascade.config import CascadeConfig
 from cascade.errors import BadInput
 from cascade.models import Decision, ReviewRequest, Trace, Verdict
 from cascade.pipeline import review
+from cascade.stages.official_tests import OfficialTestsStage
 from cascade.traces import load_trace
 
 EVIDENCE_CHARS = 300
@@ -97,16 +98,19 @@ def _checkout_of(job: TraceJob) -> tuple[bool, str]:
 def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
     case = job.case
     trace = _load_trace(case.trace_path)
+    stages = arm.stages(job.config)
+    grades_officially = any(stage.name == OfficialTestsStage.name for stage in stages)
     request = ReviewRequest(
         repo=job.repo_path or case.repo,
         base_ref=case.base_commit,
         patch_text=case.patch_text,
         issue_text=case.issue_text,
         trace=trace,
+        official_tests=case.official_tests if grades_officially else None,  # never part of a gate's input
         config=job.config,
     )
-    verdict = review(request, stages=arm.stages(job.config), with_repo=row.repo_available)
-    stages = [
+    verdict = review(request, stages=stages, with_repo=row.repo_available)
+    records = [
         StageRecord(
             stage=r.stage,
             outcome=r.outcome,
@@ -121,7 +125,7 @@ def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
             "decision": verdict.decision,
             "deciding_stage": verdict.deciding_stage,
             "evidence": _summary(verdict),
-            "stages": stages,
+            "stages": records,
             "cost": TraceCost(
                 llm_calls=verdict.cost.llm_calls,
                 tokens=verdict.cost.prompt_tokens + verdict.cost.completion_tokens,

@@ -1,0 +1,127 @@
+"""Official tests — the task's own FAIL_TO_PASS and PASS_TO_PASS tests, graded as the SWE-bench harness grades.
+
+Not a gate stage: a patch under review has no official tests. It is the paper's upper-bound diagnostic and a way to
+grade SWE-bench predictions on a laptop without the harness's Docker images (`cascade bench run --arm
+official-tests`). In a worktree of its own: the patch, then the test_patch's files reset to base and the test_patch
+applied; those test files run in the sandbox (`cascade/execution/official.py`), in the repository's environment from
+the SWE-bench table (`cascade/execution/envs.py`) or, for other repositories, the configured one.
+
+Resolved → accept; a listed test that fails, errors or is absent → reject, as the harness counts it (the evidence
+says which, and whether it failed behaviourally or in setup); a run that gave no report → uncertain.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cascade.context import ReviewContext
+from cascade.errors import CascadeError
+from cascade.execution.envs import Environment, ensure_environment, spec_for_repo
+from cascade.execution.official import OfficialGrade, prepare_official_tree, run_official_tests
+from cascade.models import Evidence, EvidenceKind, OfficialTests, Outcome, StageResult
+from cascade.sandbox.base import Sandbox
+from cascade.stages.probes import make_environment, make_sandbox
+from cascade.workspace import apply_patch, git
+
+LISTED = 8  # failing tests named in the reason; the evidence lists them all
+
+
+class OfficialTestsStage:
+    name = "official_tests"
+    title = "Official tests — the task's FAIL_TO_PASS and PASS_TO_PASS, graded as SWE-bench does"
+
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
+        self._sandbox = sandbox  # None: the configured backend
+
+    def run(self, ctx: ReviewContext) -> StageResult:
+        tests = ctx.request.official_tests
+        if tests is None:
+            return _result(Outcome.SKIPPED, "no official tests given (a task row's test_patch and test lists)")
+        if not ctx.patch.files:
+            return _result(Outcome.REJECT, "empty patch: the harness does not resolve an empty patch", grounded=True)
+        if ctx.workspace is None:
+            return _result(Outcome.SKIPPED, ctx.unavailable_reason() or "repository unavailable")
+        try:
+            with _tree(ctx.workspace.repo, ctx.workspace.base_commit) as tree:
+                apply_patch(tree, ctx.patch.text)
+                prepare_official_tree(tree, ctx.workspace.base_commit, tests.test_patch)
+                env = _environment(ctx, tests, Path(ctx.workspace.base_dir))
+                grade = run_official_tests(
+                    self._sandbox or make_sandbox(ctx.config),
+                    env,
+                    tree,
+                    tests,
+                    timeout_seconds=ctx.config.sandbox.timeout_seconds,
+                )
+        except CascadeError as exc:
+            return _result(Outcome.UNCERTAIN, f"official tests could not run: {exc}")
+        return _decide(grade, env, tests)
+
+
+@contextmanager
+def _tree(repo: Path, commit: str) -> Iterator[Path]:
+    """A worktree of its own, so the test_patch never reaches the trees other stages read."""
+    tmp = Path(tempfile.mkdtemp(prefix="cascade-official-"))
+    tree = tmp / f"official-{tmp.name}"
+    git(repo, "worktree", "add", "--detach", "--force", str(tree), commit)
+    try:
+        yield tree
+    finally:
+        git(repo, "worktree", "remove", "--force", str(tree), check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _environment(ctx: ReviewContext, tests: OfficialTests, base: Path) -> Environment:
+    spec = spec_for_repo(tests.repo, tests.version)
+    if spec is None:
+        return make_environment(ctx, base)
+    cfg = ctx.config.env
+    cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
+    return ensure_environment(spec, project_tree=base, cache_dir=cache, timeout=cfg.setup_timeout_seconds)
+
+
+def _decide(grade: OfficialGrade, env: Environment, tests: OfficialTests) -> StageResult:
+    counts = f"{len(tests.fail_to_pass)} FAIL_TO_PASS, {len(tests.pass_to_pass)} PASS_TO_PASS"
+    skipped = sum(s == "skipped" for s in grade.statuses.values())
+    evidence = Evidence(
+        kind=EvidenceKind.OFFICIAL_TESTS,
+        grounded=grade.run_error is None,
+        summary=f"official tests ({counts}) in {env.description}",
+        details={
+            "resolved": grade.resolved,
+            "fail_to_pass_failed": {t: grade.statuses[t] for t in grade.fail_to_pass_failed},
+            "pass_to_pass_failed": {t: grade.statuses[t] for t in grade.pass_to_pass_failed},
+            "skipped": skipped,
+            "files": grade.files,
+            "run_error": grade.run_error,
+            "run_note": grade.run_note,
+            "log_excerpt": grade.log_excerpt,
+        },
+        commands=[grade.command],
+    )
+    if grade.run_error is not None:
+        return _result(Outcome.UNCERTAIN, f"the official tests gave no report: {grade.run_error}", [evidence])
+    if grade.resolved:
+        note = f" ({skipped} skipped)" if skipped else ""
+        return _result(Outcome.ACCEPT, f"resolved: all {counts} tests pass{note}", [evidence], grounded=True)
+    failed = [*grade.fail_to_pass_failed, *grade.pass_to_pass_failed]
+    named = ", ".join(f"{t} ({grade.statuses[t]})" for t in failed[:LISTED])
+    more = f" and {len(failed) - LISTED} more" if len(failed) > LISTED else ""
+    reason = (
+        f"not resolved: {len(grade.fail_to_pass_failed)}/{len(tests.fail_to_pass)} FAIL_TO_PASS and "
+        f"{len(grade.pass_to_pass_failed)}/{len(tests.pass_to_pass)} PASS_TO_PASS tests fail: {named}{more}"
+    )
+    return _result(Outcome.REJECT, reason, [evidence], grounded=True)
+
+
+def _result(
+    outcome: Outcome, reason: str, evidence: list[Evidence] | None = None, grounded: bool = False
+) -> StageResult:
+    if evidence is None:
+        kind = EvidenceKind.UNAVAILABLE if outcome == Outcome.SKIPPED else EvidenceKind.OFFICIAL_TESTS
+        evidence = [Evidence(kind=kind, grounded=grounded, summary=reason)]
+    return StageResult(stage=OfficialTestsStage.name, outcome=outcome, reason=reason, evidence=evidence)
