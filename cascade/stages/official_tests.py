@@ -20,11 +20,13 @@ from pathlib import Path
 
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
-from cascade.execution.envs import Environment, ensure_environment, spec_for_repo
+from cascade.execution.envs import Environment, ensure_environment
+from cascade.execution.extensions import ensure_extensions, install_products
 from cascade.execution.official import OfficialGrade, prepare_official_tree, run_official_tests
+from cascade.execution.repo_specs import spec_for_repo
 from cascade.models import Evidence, EvidenceKind, OfficialTests, Outcome, StageResult
 from cascade.sandbox.base import Sandbox
-from cascade.stages.probes import make_environment, make_sandbox
+from cascade.stages.probes.environment import make_environment, make_sandbox
 from cascade.workspace import apply_patch, git
 
 LISTED = 8  # failing tests named in the reason; the evidence lists them all
@@ -49,7 +51,7 @@ class OfficialTestsStage:
             with _tree(ctx.workspace.repo, ctx.workspace.base_commit) as tree:
                 apply_patch(tree, ctx.patch.text)
                 prepare_official_tree(tree, ctx.workspace.base_commit, tests.test_patch)
-                env = _environment(ctx, tests, Path(ctx.workspace.base_dir))
+                env = _environment(ctx, tests, Path(ctx.workspace.base_dir), tree)
                 grade = run_official_tests(
                     self._sandbox or make_sandbox(ctx.config),
                     env,
@@ -75,13 +77,21 @@ def _tree(repo: Path, commit: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _environment(ctx: ReviewContext, tests: OfficialTests, base: Path) -> Environment:
+def _environment(ctx: ReviewContext, tests: OfficialTests, base: Path, tree: Path) -> Environment:
+    """The repository's SWE-bench environment (or the configured one), with its compiled extensions in ``tree``
+    when its tests need them (astropy: built once per environment and extension sources)."""
     spec = spec_for_repo(tests.repo, tests.version)
     if spec is None:
-        return make_environment(ctx, base)
+        return make_environment(ctx.config, ctx.request.repo, base)
     cfg = ctx.config.env
     cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
-    return ensure_environment(spec, project_tree=base, cache_dir=cache, timeout=cfg.setup_timeout_seconds)
+    env = ensure_environment(spec, project_tree=base, cache_dir=cache, timeout=cfg.setup_timeout_seconds)
+    if spec.build_extensions:
+        changed = [f.path for f in ctx.patch.files]
+        builds = cache / "builds" if cache else None
+        build = ensure_extensions(env, base, changed, cache_dir=builds, timeout=max(cfg.setup_timeout_seconds, 1800))
+        install_products(build, tree)
+    return env
 
 
 def _decide(grade: OfficialGrade, env: Environment, tests: OfficialTests) -> StageResult:
