@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -61,6 +63,32 @@ def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, str]
     return decode_patch_bytes(text.encode("utf-8"), max_bytes, source=f"diff {git_range}"), base_sha
 
 
+def check_output_path(output: str) -> None:
+    """Refuse an unwritable --output before the review runs, so a finished review's verdict is never lost."""
+    path = Path(output)
+    if path.is_dir():
+        raise BadInput(f"--output {output} is a directory: give a file path")
+    parent = path.parent
+    if not parent.is_dir():
+        raise BadInput(f"--output {output}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BadInput(f"--output {output} is not writable")
+
+
+@contextmanager
+def stage_progress(*, enabled: bool) -> Iterator[Callable[[str], None] | None]:
+    """A rich status line on stderr naming the running stage — only on a terminal, and never with --quiet, so
+    redirected output and CI logs stay clean."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("cascade: preparing the trees") as status:
+        yield lambda stage: status.update(f"cascade: running stage [bold]{stage}[/bold]")
+
+
 def _emit(verdict: Verdict, fmt: Format, output: str | None) -> None:
     text = render(verdict, fmt, color=False if output else None)  # no ANSI codes in a file
     if output:
@@ -80,23 +108,47 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@click.argument("patch", required=False)
-@click.option("--repo", default=".", show_default=True, help="Git repository the patch applies to.")
+REVIEW_HELP = """Review PATCH (a unified diff file, or '-' for stdin) against --repo.
+
+\b
+Exit codes:
+  0  accept
+  1  reject
+  2  uncertain (no stage could decide; a human should look)
+  3  bad input or usage (one line on stderr: patch, repository, config, output path, a required tool missing)
+  4  internal error
+\b
+Formats (--format):
+  text      a readable report (colour on a terminal)
+  json      the full report: every stage, its evidence and commands to re-run them
+  markdown  a pull-request comment
+  sarif     SARIF 2.1.0 for code scanning; every reject has an error result
+  github    GitHub Actions annotations (::error file=…::)
+"""
+
+PATH = click.Path(path_type=str)
+FILE = click.Path(dir_okay=False, path_type=str)
+
+
+@cli.command(help=REVIEW_HELP)
+@click.argument("patch", required=False, type=click.Path(dir_okay=False, allow_dash=True, path_type=str))
+@click.option("--repo", default=".", show_default=True, type=PATH, help="Git repository the patch applies to.")
 @click.option("--base", "base_ref", default=None, help="Ref the patch applies to [default: HEAD or the range's base].")
 @click.option("--git", "git_range", default=None, metavar="BASE..HEAD", help="Review a commit range instead of a file.")
-@click.option("--issue", "issue_file", default=None, help="File with the task/issue text.")
+@click.option("--issue", "issue_file", default=None, type=FILE, help="File with the task/issue text.")
 @click.option(
     "--trace",
     "trace_file",
     default=None,
+    type=FILE,
     help="Agent trace: SWE-agent .traj, moatless, OpenHands or Claude Code (format read from content).",
 )
-@click.option("--config", "config_file", default=None, help="YAML config (see configs/default.yaml).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--output", default=None, help="Write the report here instead of stdout.")
+@click.option("--config", "config_file", default=None, type=FILE, help="YAML config (see configs/default.yaml).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
+@click.option("--output", default=None, type=FILE, help="Write the report here instead of stdout (checked first).")
 @click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
-@click.option("--llm-cassette", default=None, metavar="PATH", help="Record/replay LLM answers here (llm.cassette).")
+@click.option("--api-base", default=None, help="OpenAI-compatible server URL for --model (overrides llm.api_base).")
+@click.option("--llm-cassette", default=None, type=FILE, help="Record/replay LLM answers here (llm.cassette).")
 @click.option("--llm-mode", type=click.Choice(["off", "record", "replay"]), default=None, help="llm.cassette_mode.")
 @click.option(
     "--reproducible/--no-reproducible",
@@ -104,6 +156,14 @@ def cli() -> None:
     help="Leave wall-clock times out of the report, so identical runs give identical reports "
     "[default: on with an LLM cassette (record or replay), off otherwise].",
 )
+@click.option(
+    "--require-tools",
+    is_flag=True,
+    default=None,
+    help="Exit 3 when a checker (ruff, pyright) is missing or crashes, instead of a verdict from the remaining "
+    "checks (stage1.require_tools).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (shown only on a terminal anyway).")
 def review(
     patch: str | None,
     repo: str,
@@ -115,16 +175,22 @@ def review(
     fmt: str,
     output: str | None,
     model: str | None,
+    api_base: str | None,
     llm_cassette: str | None,
     llm_mode: str | None,
     reproducible: bool | None,
+    require_tools: bool | None,
+    quiet: bool,
 ) -> None:
-    """Review PATCH (a unified diff file, or '-' for stdin) against --repo."""
     from cascade.llm.overrides import with_llm_overrides
     from cascade.pipeline import review as run_review
     from cascade.stable import reproducible as without_times
 
-    config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode)
+    if output is not None:
+        check_output_path(output)
+    config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode, api_base=api_base)
+    if require_tools:
+        config = config.model_copy(update={"stage1": config.stage1.model_copy(update={"require_tools": True})})
     patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
     request = ReviewRequest(
         repo=repo,
@@ -134,7 +200,8 @@ def review(
         trace=load_trace(trace_file) if trace_file else None,
         config=config,
     )
-    verdict = run_review(request)
+    with stage_progress(enabled=not quiet) as on_stage:
+        verdict = run_review(request, on_stage=on_stage)
     if reproducible is None:  # a cassette run exists to be reproduced: its recording and replay must match
         reproducible = config.llm.cassette_mode != "off"
     if reproducible:

@@ -77,6 +77,11 @@ class StaticConfig(Section):
     cache_dir: str | None = Field(
         default=None, description="Reuse base-tree tool runs (key: commit, files, settings, tool versions); None = off."
     )
+    require_tools: bool = Field(
+        default=False,
+        description="A missing or crashing checker (ruff, pyright) ends the review with exit 3 instead of a verdict "
+        "from the remaining checks (--require-tools; on in the GitHub Action).",
+    )
 
 
 class ProbesConfig(Section):
@@ -186,6 +191,11 @@ def parse_config(data: dict[str, Any], source: str = "config") -> CascadeConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "extra_forbidden" and key == "llm.api_key":
+            raise BadInput(
+                f"{source}: llm.api_key is not read — a key never goes in a config file; put it in an environment "
+                "variable and name that variable in llm.api_key_env (e.g. api_key_env: OPENAI_API_KEY)"
+            ) from None
         if first["type"] == "extra_forbidden":
             raise BadInput(f"{source}: unknown config key '{key}'") from None
         raise BadInput(f"{source}: invalid value for '{key}': {first['msg']}") from None

@@ -27,6 +27,12 @@ class ToolUnavailable(CascadeError):
     """An external tool (pyright, ruff, bwrap, docker, a model) is missing or crashed."""
 
 
+class RequiredToolUnavailable(CascadeError):
+    """A checker the user required (``--require-tools``) could not run: no verdict rather than a weaker one."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
 def read_input_text(path: str | Path, what: str) -> str:
     """A user-supplied text file; a missing, directory or non-UTF-8 path is bad input named by ``what``."""
     try:

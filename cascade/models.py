@@ -241,6 +241,11 @@ class StageResult(BaseModel):
     reason: str = ""
     evidence: list[Evidence] = Field(default_factory=list)
     cost: Cost = Field(default_factory=Cost)
+    limitations: list[str] = Field(
+        default_factory=list,
+        description="What this stage could not check as configured (e.g. 'pyright unavailable — checked with ruff "
+        "only'); the verdict's reason repeats them, so a weaker check is never silent.",
+    )
 
 
 class Verdict(BaseModel):
@@ -258,6 +263,9 @@ class Verdict(BaseModel):
         default=None,
         description="How the patch was applied: git-apply, git-apply-text-part (binary files without data left out) "
         "or patch-fuzz.",
+    )
+    limitations: list[str] = Field(
+        default_factory=list, description="'<stage>: <what could not run>' for every stage that ran weakened."
     )
     reproducible: bool = Field(
         default=False, description="True when wall-clock times were left out (every seconds field is 0)."

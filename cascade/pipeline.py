@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 
 from cascade import __version__
 from cascade.context import ReviewContext
+from cascade.errors import RequiredToolUnavailable
 from cascade.llm.errors import CassetteMiss
 from cascade.models import (
     Cost,
@@ -36,7 +37,7 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
     started = time.perf_counter()
     try:
         result = stage.run(ctx)
-    except CassetteMiss:
+    except (CassetteMiss, RequiredToolUnavailable):
         raise
     except Exception as exc:
         reason = f"stage crashed: {type(exc).__name__}: {exc}"
@@ -49,17 +50,19 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
 
 def decide(results: list[StageResult], policy: dict[str, object], apply_method: str | None) -> Verdict:
     cost = sum((r.cost for r in results), Cost())
+    limitations = [f"{r.stage}: {limit}" for r in results for limit in r.limitations]
     for r in results:
         if r.outcome in _DECISIVE:
             return Verdict(
                 tool_version=__version__,
                 decision=_DECISIVE[r.outcome],
                 deciding_stage=r.stage,
-                reason=r.reason,
+                reason=with_limitations(r.reason, limitations),
                 stages=results,
                 policy=policy,
                 cost=cost,
                 apply_method=apply_method,
+                limitations=limitations,
             )
     not_run = [f"{r.stage}: {r.reason}" for r in results if r.outcome == Outcome.SKIPPED]
     reason = "no stage reached a decision"
@@ -69,12 +72,18 @@ def decide(results: list[StageResult], policy: dict[str, object], apply_method: 
         tool_version=__version__,
         decision=Decision.UNCERTAIN,
         deciding_stage=None,
-        reason=reason,
+        reason=with_limitations(reason, limitations),
         stages=results,
         policy=policy,
         cost=cost,
         apply_method=apply_method,
+        limitations=limitations,
     )
+
+
+def with_limitations(reason: str, limitations: list[str]) -> str:
+    """The headline reason, followed by every check that ran weakened (a missing tool is never silent)."""
+    return reason if not limitations else f"{reason} [{'; '.join(limitations)}]"
 
 
 def policy_of(request: ReviewRequest) -> dict[str, object]:
@@ -88,8 +97,13 @@ def policy_of(request: ReviewRequest) -> dict[str, object]:
     }
 
 
-def run_stages(ctx: ReviewContext, stages: Sequence[Stage]) -> Verdict:
+def run_stages(
+    ctx: ReviewContext, stages: Sequence[Stage], on_stage: Callable[[str], None] | None = None
+) -> Verdict:
+    """Run ``stages`` in order until one decides; ``on_stage`` hears each stage's name as it starts (progress)."""
     for stage in stages:
+        if on_stage is not None:
+            on_stage(stage.name)
         result = run_stage(stage, ctx)
         ctx.results.append(result)
         if result.outcome in _DECISIVE:
@@ -104,6 +118,7 @@ def review(
     *,
     with_repo: bool = True,
     patch: Patch | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Review one patch. ``with_repo=False`` runs without a checkout (stages that need one are skipped)."""
     patch = patch or parse_patch(request.patch_text, request.config.stage0)
@@ -113,4 +128,4 @@ def review(
         if with_repo:
             workspace = stack.enter_context(Workspace(request.repo, request.base_ref))
             workspace.prepare(patch)
-        return run_stages(ReviewContext(request=request, patch=patch, workspace=workspace), stages)
+        return run_stages(ReviewContext(request=request, patch=patch, workspace=workspace), stages, on_stage)

@@ -37,6 +37,11 @@ def resolve_repo(repo: str | Path) -> Path:
     return path
 
 
+def has_commits(repo: Path) -> bool:
+    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "-n", "1", "--all"], capture_output=True, text=True)
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
 def resolve_commit(repo: Path, ref: str) -> str:
     proc = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
@@ -44,6 +49,8 @@ def resolve_commit(repo: Path, ref: str) -> str:
         text=True,
     )
     if proc.returncode != 0 or not proc.stdout.strip():
+        if not has_commits(repo):
+            raise BadInput(f"repository {repo} has no commits: commit the base tree first (the patch applies to it)")
         raise BadInput(f"unknown base ref '{ref}' in {repo}")
     return proc.stdout.strip()
 

@@ -171,7 +171,7 @@ def _run_args(swe: dict[str, Path], jobs: int) -> list[str]:
     return [
         "bench", "run", "--tasks", str(swe["tasks"]), "--predictions", str(swe["preds"]),
         "--results", str(swe["results"]), "--repos-dir", str(swe["repos"]), "--output", str(swe["out"]),
-        "--jobs", str(jobs), "--timeout", "300", "--no-progress", "--resamples", "500",
+        "--jobs", str(jobs), "--timeout", "300", "--quiet", "--resamples", "500",
     ]  # fmt: skip
 
 
@@ -227,7 +227,7 @@ def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[st
     assert len(read_rows(out / "results.jsonl")) == 7
     assert json.loads((out / "metrics.json").read_text()) == metrics
 
-    _run_cli(["bench", "report", str(out / "results.jsonl"), "--output-dir", str(out / "again"), "--resamples", "500"])
+    _run_cli(["bench", "report", str(out / "results.jsonl"), "--output", str(out / "again"), "--resamples", "500"])
     assert json.loads((out / "again" / "metrics.json").read_text()) == metrics
 
 
@@ -308,7 +308,7 @@ def test_labels_from_results_gold_and_missing_results(swe: dict[str, Path]) -> N
 
 
 def test_cli_rejects_ambiguous_prediction_sets_and_unknown_arms(swe: dict[str, Path]) -> None:
-    base = ["bench", "run", "--tasks", str(swe["tasks"]), "--output", str(swe["out"]), "--no-progress"]
+    base = ["bench", "run", "--tasks", str(swe["tasks"]), "--output", str(swe["out"]), "--quiet"]
     both = CliRunner().invoke(cli, [*base, "--gold", "--predictions", str(swe["preds"])])
     assert both.exit_code != 0 and "exactly one prediction set" in str(both.exception)
     with pytest.raises(BadInput, match="unknown arm 'nope'"):

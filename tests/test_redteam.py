@@ -321,7 +321,7 @@ def test_cli_writes_jsonl_and_markdown_for_a_benign_case(tmp_path: Path) -> None
     config = tmp_path / "c.yaml"
     config.write_text("stage1:\n  enabled: false\n")
     result = CliRunner().invoke(redteam, ["--backend", "bwrap", "--case", "benign-supply-chain-crash-reproduction",
-                                          "--config", str(config), "--out", str(tmp_path / "o"), "--quiet"])
+                                          "--config", str(config), "--output", str(tmp_path / "o"), "--quiet"])
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "o" / "redteam.jsonl").read_text().splitlines()
     assert len(lines) == 1 and '"outcome":"clean"' in lines[0]

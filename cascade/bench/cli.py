@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cascade.bench.rows import BenchCase, TraceRow
+from cascade.bench.rows import DEFAULT_RESAMPLES, DEFAULT_SEED, BenchCase, TraceRow
 from cascade.errors import BadInput
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ RESULTS_FILE = "results.jsonl"
 COMMAND_FILE = "COMMAND.txt"
 RUNS_FILE = "runs.jsonl"
 DEFAULT_CACHE = Path.home() / ".cache" / "cascade" / "repos"
+PATH = click.Path(path_type=str)
 
 
 @click.group()
@@ -98,9 +99,12 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Only the first N cases after filters.")
 @click.option("--available-only", is_flag=True, help="Only cases whose repository is available locally.")
 @click.option("--retry-errors", is_flag=True, help="Re-run rows that crashed or timed out.")
-@click.option("--seed", default=None, type=int, help="Bootstrap seed [default: metrics.DEFAULT_SEED].")
-@click.option("--resamples", default=None, type=click.IntRange(min=0), help="Bootstrap resamples.")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
+@click.option("--api-base", default=None, help="OpenAI-compatible server URL for --model (overrides llm.api_base).")
+@click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0),
+              help="Bootstrap resamples.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
 def run_command(
     tasks: str,
     predictions: str | None,
@@ -123,21 +127,24 @@ def run_command(
     limit: int | None,
     available_only: bool,
     retry_errors: bool,
-    seed: int | None,
-    resamples: int | None,
-    no_progress: bool,
+    model: str | None,
+    api_base: str | None,
+    seed: int,
+    resamples: int,
+    quiet: bool,
 ) -> None:
     """Replay one prediction set; rows are appended to OUTPUT/results.jsonl (re-running resumes)."""
     from cascade.bench.arms import get_arm
     from cascade.bench.repos import RepoResolver
     from cascade.bench.runner import RunOptions, read_rows, run_bench
     from cascade.config import load_config
+    from cascade.llm.overrides import with_llm_overrides
 
     if repos_dir is not None and not Path(repos_dir).is_dir():
         raise BadInput(f"--repos-dir is not a directory: {repos_dir}")
     runner = _executor(executor, ray_address, jobs, repos_dir, cache_dir, clone, url_template)
     arms = [get_arm(name) for name in dict.fromkeys(arm_names)]
-    config = load_config(config_file)
+    config = with_llm_overrides(load_config(config_file), model, api_base=api_base)
     cases, without_task = _load_cases(tasks, predictions, results, trajs, gold)
     # with Ray, each node clones into its own cache: the driver only looks
     resolver = RepoResolver(repos_dir, cache_dir, clone=clone and executor == "local", url_template=url_template)
@@ -150,7 +157,7 @@ def run_command(
         click.echo(f"{len(without_task)} prediction(s) have no task row in {tasks} and are not replayed", err=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    options = RunOptions(jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not no_progress)
+    options = RunOptions(jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not quiet)
     summary = run_bench(cases, arms, resolver, config, out / RESULTS_FILE, options, runner)
     unavailable = sorted({c.repo for c in cases if not resolver.resolve(c.repo).available})
     _record_invocation(out, summary.model_dump_json())
@@ -189,22 +196,21 @@ def _executor(
     return make_executor(spec)
 
 
-def _write_reports(rows: list[TraceRow], out: Path, seed: int | None, resamples: int | None) -> str:
-    from cascade.bench.metrics import DEFAULT_RESAMPLES, DEFAULT_SEED
+def _write_reports(rows: list[TraceRow], out: Path, seed: int, resamples: int) -> str:
     from cascade.bench.report import write_outputs
 
-    seed = DEFAULT_SEED if seed is None else seed
-    resamples = DEFAULT_RESAMPLES if resamples is None else resamples
     outputs = write_outputs(rows, out, seed=seed, resamples=resamples)
     return ", ".join(Path(p).name for p in (outputs.metrics, outputs.report, outputs.plot))
 
 
 @bench.command("report")
 @click.argument("results_jsonl")
-@click.option("--output-dir", default=None, help="Where to write [default: the JSONL's directory].")
-@click.option("--seed", default=None, type=int, help="Bootstrap seed [default: metrics.DEFAULT_SEED].")
-@click.option("--resamples", default=None, type=click.IntRange(min=0), help="Bootstrap resamples.")
-def report_command(results_jsonl: str, output_dir: str | None, seed: int | None, resamples: int | None) -> None:
+@click.option("--output", "output_dir", default=None, type=PATH,
+              help="Output directory [default: the JSONL's directory].")
+@click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0),
+              help="Bootstrap resamples.")
+def report_command(results_jsonl: str, output_dir: str | None, seed: int, resamples: int) -> None:
     """Recompute metrics.json, report.md and risk_coverage.png from RESULTS_JSONL alone."""
     from cascade.bench.runner import read_rows
 
@@ -220,18 +226,19 @@ def report_command(results_jsonl: str, output_dir: str | None, seed: int | None,
 @click.option("--arm-b", default=None, help="Arm of B to compare (needed when B holds several).")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--output", default=None, help="Write here instead of stdout.")
-@click.option("--seed", default=None, type=int, help="Seed of the bootstrap and Monte Carlo permutation test.")
+@click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int,
+              help="Seed of the bootstrap and Monte Carlo permutation test.")
 def compare_command(
-    a_jsonl: str, b_jsonl: str, arm_a: str | None, arm_b: str | None, fmt: str, output: str | None, seed: int | None
+    a_jsonl: str, b_jsonl: str, arm_a: str | None, arm_b: str | None, fmt: str, output: str | None, seed: int
 ) -> None:
     """Paired comparison of two result sets on their common (instance, model) traces."""
-    from cascade.bench.metrics import DEFAULT_SEED, compare, only_arm
+    from cascade.bench.metrics import compare, only_arm
     from cascade.bench.report import render_comparison
     from cascade.bench.runner import read_rows
 
     name_a, rows_a = only_arm(read_rows(a_jsonl), arm_a, a_jsonl, "--arm-a")
     name_b, rows_b = only_arm(read_rows(b_jsonl), arm_b, b_jsonl, "--arm-b")
-    result = compare(rows_a, rows_b, name_a, name_b, seed=DEFAULT_SEED if seed is None else seed)
+    result = compare(rows_a, rows_b, name_a, name_b, seed=seed)
     text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_comparison(result)
     if output:
         Path(output).write_text(text, encoding="utf-8")

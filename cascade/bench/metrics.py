@@ -19,13 +19,11 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
-from cascade.bench.rows import ArmBudget, TraceRow
+from cascade.bench.rows import DEFAULT_RESAMPLES, DEFAULT_SEED, ArmBudget, TraceRow
 from cascade.errors import BadInput
 from cascade.models import Decision
 
 METRICS_SCHEMA_VERSION = "1.1"  # 1.1: agreement
-DEFAULT_SEED = 20240604
-DEFAULT_RESAMPLES = 2000
 CONFIDENCE = 0.95
 EXACT_PERMUTATION_MAX = 16  # up to 2**16 sign patterns are enumerated; beyond, seeded Monte Carlo
 PERMUTATION_RESAMPLES = 20000

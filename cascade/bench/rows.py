@@ -10,6 +10,8 @@ from cascade.config import CascadeConfig
 from cascade.models import Decision, OfficialTests, Outcome
 
 ROW_SCHEMA_VERSION = "1.0"
+DEFAULT_SEED = 20240604  # bootstrap and permutation seed of every metric (cascade/bench/metrics.py)
+DEFAULT_RESAMPLES = 2000
 
 
 class LabelClass(str, Enum):

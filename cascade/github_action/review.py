@@ -139,6 +139,7 @@ def run_review(inputs: ActionInputs, base: str, head: str, issue_file: Path) -> 
     # Three dots: the diff from the merge base, which is what the PR's "Files changed" shows. `-I` keeps the
     # checkout (PR code) off sys.path, so a `cascade/` directory in the PR cannot replace the gate.
     command = [sys.executable, "-I", "-m", "cascade", "review", "--repo", str(inputs.workspace)]
+    command += ["--require-tools"]  # a gate must not pass a PR on a weaker check because a checker is missing
     command += ["--git", f"{base}...{head}", "--issue", str(issue_file), "--format", "json", "--output", str(report)]
     if config is not None:
         command += ["--config", str(config)]

@@ -34,6 +34,7 @@ MAX_BACKOFF_SECONDS = 30.0
 ERROR_EXCERPT_CHARS = 300
 # Providers that need no key; everything else without llm.api_key_env and without api_base is a config error.
 _KEYLESS_PREFIXES = ("ollama/", "ollama_chat/")
+_CONNECTION_MARKERS = ("Connection error", "Connection refused", "Name or service not known", "nodename nor servname")
 _KEYLESS_PLACEHOLDER = "no-key"  # OpenAI-compatible local servers ignore it, but the OpenAI SDK insists on one
 
 
@@ -79,6 +80,14 @@ def _is_retryable(exc: Exception, litellm: ModuleType) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status == 429 or status >= 500)
+
+
+def _is_unreachable(exc: Exception, litellm: ModuleType) -> bool:
+    """No connection to the server at all (refused, unknown host): litellm reports it as a connection error, or
+    wraps the OpenAI SDK's "Connection error." in an InternalServerError."""
+    if isinstance(exc, litellm.APIConnectionError):
+        return True
+    return any(marker in str(exc) for marker in _CONNECTION_MARKERS)
 
 
 class LLMClient:
@@ -151,6 +160,7 @@ class LLMClient:
         litellm = import_litellm()
         spent = Cost()
         errors: list[str] = []
+        unreachable: list[bool] = []
         for model in [self.model, *self.config.fallback_models]:
             for attempt in range(self.config.max_retries + 1):
                 try:
@@ -162,13 +172,21 @@ class LLMClient:
                     response = self._call(litellm, model, messages, params)
                 except Exception as exc:  # litellm raises many types; classified just below
                     errors.append(f"{model}: {self._describe(exc)}")
+                    unreachable.append(_is_unreachable(exc, litellm))
                     if not _is_retryable(exc, litellm):
                         break
                     if attempt < self.config.max_retries:
                         self._sleep(min(self.config.retry_backoff_seconds * 2**attempt, MAX_BACKOFF_SECONDS))
                     continue
                 return self._reply_of(litellm, response, model, spent)
-        return RecordedReply(error="LLM call failed: " + "; ".join(errors[-3:]), cost=spent)
+        return RecordedReply(error=self._failure(errors, unreachable), cost=spent)
+
+    def _failure(self, errors: list[str], unreachable: list[bool]) -> str:
+        """One line: the server named when nothing could connect, otherwise the distinct last errors."""
+        if unreachable and all(unreachable):
+            where = self.config.api_base or "the provider's default endpoint"
+            return f"LLM server unreachable at {where} ({len(errors)} attempt(s); {self.model}: connection failed)"
+        return "LLM call failed: " + "; ".join(dict.fromkeys(errors[-3:]))
 
     def _call(self, litellm: ModuleType, model: str, messages: list[ChatMessage], params: CallParams) -> Any:
         return litellm.completion(

@@ -1,4 +1,4 @@
-"""Command-line overrides of the `llm` config section (`--model`, `--llm-cassette`, `--llm-mode`)."""
+"""Command-line overrides of the `llm` config section (`--model`, `--api-base`, `--llm-cassette`, `--llm-mode`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ LLM_MODES = ("off", "record", "replay")
 
 
 def with_llm_overrides(
-    config: CascadeConfig, model: str | None, cassette: str | None, mode: str | None
+    config: CascadeConfig,
+    model: str | None,
+    cassette: str | None = None,
+    mode: str | None = None,
+    *,
+    api_base: str | None = None,
 ) -> CascadeConfig:
     """The config with the given options applied (None = keep the config's value), checked before any work:
     a replay needs an existing cassette, and record/replay need a path."""
@@ -19,6 +24,8 @@ def with_llm_overrides(
     llm = data["llm"]
     if model is not None:
         llm["model"] = model
+    if api_base is not None:
+        llm["api_base"] = api_base
     if cassette is not None:
         llm["cassette"] = cassette
         if mode is None and llm["cassette_mode"] == "off":

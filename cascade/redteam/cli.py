@@ -40,7 +40,8 @@ def _progress(result: CaseResult) -> None:
 @click.option("--case", "only", multiple=True, help="Only cases whose id contains this text (repeatable).")
 @click.option("--corpus", default=str(DEFAULT_CORPUS), show_default=True, help="Corpus directory.")
 @click.option("--config", "config_file", default=None, help="YAML config for the gate (sandbox limits, stages).")
-@click.option("--out", "out_dir", default="redteam-results", show_default=True, help="Output directory.")
+@click.option("--output", "out_dir", default="redteam-results", show_default=True, type=click.Path(path_type=str),
+              help="Output directory.")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 8), help="Cases reviewed in parallel.")
 @click.option("--quiet", is_flag=True, help="No per-case progress lines.")
 def redteam(backends: tuple[str, ...], kinds: tuple[str, ...], only: tuple[str, ...], corpus: str,

@@ -10,6 +10,11 @@ from cascade.sandbox.bwrap import BwrapSandbox
 from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.none import NoSandbox
 
+INSTALL_HINT = (
+    "; Stage 2 runs tests only in a sandbox: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or "
+    "start a Docker engine (README, 'Set up')"
+)
+
 
 def get_sandbox(config: SandboxConfig) -> Sandbox:
     """The configured backend, checked to work; raises ToolUnavailable with the reason(s) otherwise."""
@@ -26,7 +31,9 @@ def get_sandbox(config: SandboxConfig) -> Sandbox:
         if reason is None:
             return sandbox
         reasons.append(f"{sandbox.isolation}: {reason}")
-    hint = "" if config.backend != "auto" else " (set sandbox.backend: none to run unprotected, explicitly)"
+    hint = INSTALL_HINT if config.backend != "none" else ""
+    if config.backend == "auto":
+        hint += " (or set sandbox.backend: none to run unprotected, explicitly)"
     raise ToolUnavailable("no sandbox available — " + "; ".join(reasons) + hint)
 
 

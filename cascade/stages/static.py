@@ -5,7 +5,8 @@ dependents, in the base and the patched worktree (concurrently). Diagnostics are
 numbers and compared as multisets; what only the patched tree has is patch-caused. Only rule classes in
 ``stage1.reject_rules`` reject (see ``cascade.static.rules`` for the classes and the in-repo qualifiers); every
 other patch-caused diagnostic is reported as grounded evidence for later stages. A missing, crashing or
-timed-out tool yields ``unavailable`` evidence and never a reject.
+timed-out tool yields ``unavailable`` evidence and a limitation the verdict's reason repeats, never a reject; with
+``require_tools`` it ends the review (exit 3) instead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from cascade.config import StaticConfig
 from cascade.context import ReviewContext
+from cascade.errors import RequiredToolUnavailable
 from cascade.models import Diagnostic, Evidence, EvidenceKind, Outcome, StageResult
 from cascade.static.cache import cache_key, load_runs, store_runs
 from cascade.static.dependents import Targets, find_targets
@@ -89,14 +91,20 @@ def judge(
     evidence: list[Evidence] = [_targets_evidence(targets, base_runs + patched_runs, base_cached)]
     new: list[Diagnostic] = []
     commands: dict[str, list[str]] = {}
+    failed: list[Evidence] = []
     for base_run, patched_run in zip(base_runs, patched_runs, strict=True):
         if not (base_run.ok and patched_run.ok):
-            evidence.append(_unavailable(base_run, patched_run))
+            failed.append(_unavailable(base_run, patched_run))
             continue
         before = fingerprint_all(base_run.diagnostics, targets.renamed)
         after = fingerprint_all(patched_run.diagnostics, targets.renamed)
         new += new_diagnostics(before, after)
         commands[patched_run.tool] = [base_run.command(), patched_run.command()]
+    if failed and cfg.require_tools:
+        raise RequiredToolUnavailable(f"static: {failed[0].summary} (required by --require-tools / require_tools)")
+    evidence += failed
+    ran = [r.tool for r in patched_runs if r.ok]
+    limitations = [_limitation(e.details["tool"], ran) for e in failed]
     classes = {d.fingerprint: rule_class(d, layout, targets.added_lines) for d in new}
     rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules)]
     others = [d for d in new if classes[d.fingerprint] not in set(cfg.reject_rules)]
@@ -105,12 +113,20 @@ def judge(
         evidence.append(_diagnostics_evidence(others, classes, commands, configs, rejecting=False))
     if rejecting:
         evidence.insert(0, _diagnostics_evidence(rejecting, classes, commands, configs, rejecting=True))
-        return StageResult(stage=stage, outcome=Outcome.REJECT, reason=evidence[0].summary, evidence=evidence)
-    ran = [r.tool for r in patched_runs if r.ok]
+        return StageResult(
+            stage=stage, outcome=Outcome.REJECT, reason=evidence[0].summary, evidence=evidence, limitations=limitations
+        )
     summary = f"no patch-caused error in a reject class ({len(new)} new diagnostic(s) in other classes)"
     if not ran:
         summary = "no static tool could run"
-    return StageResult(stage=stage, outcome=Outcome.PASS, reason=summary, evidence=evidence)
+    if limitations:
+        summary += f" — {'; '.join(limitations)}"
+    return StageResult(stage=stage, outcome=Outcome.PASS, reason=summary, evidence=evidence, limitations=limitations)
+
+
+def _limitation(tool: str, ran: list[str]) -> str:
+    checked = f"checked with {' and '.join(ran)} only" if ran else "no static check ran"
+    return f"{tool} unavailable — {checked}"
 
 
 def _targets_evidence(targets: Targets, runs: list[ToolRun], base_cached: bool) -> Evidence:
