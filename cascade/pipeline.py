@@ -97,9 +97,7 @@ def policy_of(request: ReviewRequest) -> dict[str, object]:
     }
 
 
-def run_stages(
-    ctx: ReviewContext, stages: Sequence[Stage], on_stage: Callable[[str], None] | None = None
-) -> Verdict:
+def run_stages(ctx: ReviewContext, stages: Sequence[Stage], on_stage: Callable[[str], None] | None = None) -> Verdict:
     """Run ``stages`` in order until one decides; ``on_stage`` hears each stage's name as it starts (progress)."""
     for stage in stages:
         if on_stage is not None:

@@ -102,8 +102,9 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
 @click.option("--api-base", default=None, help="OpenAI-compatible server URL for --model (overrides llm.api_base).")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Bootstrap seed.")
-@click.option("--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0),
-              help="Bootstrap resamples.")
+@click.option(
+    "--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples."
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def run_command(
     tasks: str,
@@ -205,11 +206,13 @@ def _write_reports(rows: list[TraceRow], out: Path, seed: int, resamples: int) -
 
 @bench.command("report")
 @click.argument("results_jsonl")
-@click.option("--output", "output_dir", default=None, type=PATH,
-              help="Output directory [default: the JSONL's directory].")
+@click.option(
+    "--output", "output_dir", default=None, type=PATH, help="Output directory [default: the JSONL's directory]."
+)
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Bootstrap seed.")
-@click.option("--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0),
-              help="Bootstrap resamples.")
+@click.option(
+    "--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples."
+)
 def report_command(results_jsonl: str, output_dir: str | None, seed: int, resamples: int) -> None:
     """Recompute metrics.json, report.md and risk_coverage.png from RESULTS_JSONL alone."""
     from cascade.bench.runner import read_rows
@@ -226,8 +229,13 @@ def report_command(results_jsonl: str, output_dir: str | None, seed: int, resamp
 @click.option("--arm-b", default=None, help="Arm of B to compare (needed when B holds several).")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--output", default=None, help="Write here instead of stdout.")
-@click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int,
-              help="Seed of the bootstrap and Monte Carlo permutation test.")
+@click.option(
+    "--seed",
+    default=DEFAULT_SEED,
+    show_default=True,
+    type=int,
+    help="Seed of the bootstrap and Monte Carlo permutation test.",
+)
 def compare_command(
     a_jsonl: str, b_jsonl: str, arm_a: str | None, arm_b: str | None, fmt: str, output: str | None, seed: int
 ) -> None:
