@@ -267,6 +267,9 @@ class Verdict(BaseModel):
     limitations: list[str] = Field(
         default_factory=list, description="'<stage>: <what could not run>' for every stage that ran weakened."
     )
+    changed_files: list[str] = Field(
+        default_factory=list, description="Files the patch changes, in patch order (where a reject points)."
+    )
     reproducible: bool = Field(
         default=False, description="True when wall-clock times were left out (every seconds field is 0)."
     )

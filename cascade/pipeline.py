@@ -107,7 +107,8 @@ def run_stages(ctx: ReviewContext, stages: Sequence[Stage], on_stage: Callable[[
         if result.outcome in _DECISIVE:
             break
     apply_method = ctx.workspace.apply_method if ctx.workspace else None
-    return decide(ctx.results, policy_of(ctx.request), apply_method)
+    verdict = decide(ctx.results, policy_of(ctx.request), apply_method)
+    return verdict.model_copy(update={"changed_files": [f.path for f in ctx.patch.files]})
 
 
 def review(

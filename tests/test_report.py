@@ -290,11 +290,82 @@ def test_sarif_of_a_verdict_without_diagnostics_is_valid(
 ) -> None:
     log = sarif_log(stage0_reject)
     assert_valid_sarif(sarif_validator, log)
-    assert log["runs"][0]["results"] == []
+    [result] = log["runs"][0]["results"]  # a reject without a diagnostic still shows in code scanning
+    assert result["level"] == "error" and result["ruleId"] == "cascade/no_change"
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/core.py"
     skipped = sarif_log(uncertain_with_skipped())
+    assert skipped["runs"][0]["results"] == []  # no reject, no diagnostic: nothing to show
     assert_valid_sarif(sarif_validator, skipped)
     notes = skipped["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert notes[0]["message"]["text"] == "stage reviewer skipped: no LLM configured"
+
+
+def _reject_by(stage: str, evidence: Evidence, changed: list[str]) -> Verdict:
+    result = StageResult(stage=stage, outcome=Outcome.REJECT, reason=evidence.summary, evidence=[evidence])
+    return decide([result], POLICY, "git-apply").model_copy(update={"changed_files": changed})
+
+
+REJECTS_WITHOUT_DIAGNOSTICS = {
+    # stage, evidence shaped as the stage makes it, the patch's files → where the SARIF error must point
+    "probe": (
+        "probes",
+        Evidence(kind=EvidenceKind.PROBE, grounded=True, summary="probe p fails on base and still fails",
+                 details={"test_id": "cascade_probe_1.py::test_p", "source": "generated"}),
+        ["pkg/core.py", "pkg/util.py"],
+        "pkg/core.py",
+    ),
+    "pr test": (
+        "probes",
+        Evidence(kind=EvidenceKind.PROBE, grounded=True, summary="probe tests/test_new.py::test_x fails",
+                 details={"test_id": "tests/test_new.py::test_x", "source": "pr_tests"}),
+        ["pkg/core.py", "tests/test_new.py"],
+        "tests/test_new.py",
+    ),
+    "regression": (
+        "probes",
+        Evidence(kind=EvidenceKind.REGRESSION, grounded=True, summary="nearby test crashes",
+                 details={"test_id": "tests/test_core.py::test_add", "source": "regression"}),
+        ["pkg/core.py"],
+        "tests/test_core.py",
+    ),
+    "side effect": (
+        "probes",
+        Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary="1 side effect outside the worktree",
+                 details={"side_effects": [{"target": "~/.bashrc"}]}),
+        ["pkg/core.py"],
+        "pkg/core.py",
+    ),
+    "hygiene": (
+        "hygiene",
+        Evidence(kind=EvidenceKind.INFO, grounded=True, summary="the patch adds 1 file that does not belong",
+                 details={"findings": [{"path": "pkg/__pycache__/core.cpython-311.pyc", "why": "compiled"}]}),
+        ["pkg/core.py", "pkg/__pycache__/core.cpython-311.pyc"],
+        "pkg/__pycache__/core.cpython-311.pyc",
+    ),
+    "trace, empty patch": (
+        "trace_scan",
+        Evidence(kind=EvidenceKind.TRACE_SCAN, grounded=True, summary="the agent ran rm -rf ~"),
+        [],
+        None,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(REJECTS_WITHOUT_DIAGNOSTICS))
+def test_every_reject_is_an_error_result_at_the_file_that_caused_it(
+    sarif_validator: Draft4Validator, case: str
+) -> None:
+    stage, evidence, changed, expected = REJECTS_WITHOUT_DIAGNOSTICS[case]
+    log = sarif_log(_reject_by(stage, evidence, changed))
+    assert_valid_sarif(sarif_validator, log)
+    errors = [r for r in log["runs"][0]["results"] if r["level"] == "error"]
+    assert len(errors) == 1 and errors[0]["ruleId"] == f"cascade/{stage}"
+    location = errors[0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    if expected is None:
+        assert location == {"uri": "patch.diff"}  # the patch itself
+    else:
+        assert location == {"uri": expected, "uriBaseId": "%SRCROOT%"}
+    assert evidence.summary in errors[0]["message"]["text"]
 
 
 def test_sarif_validator_catches_a_broken_log(sarif_validator: Draft4Validator) -> None:

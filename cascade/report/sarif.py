@@ -3,6 +3,11 @@
 One result per patch-caused static diagnostic, each `baselineState: "new"` (the stage already subtracted the base
 tree's diagnostics) with the stage's fingerprint as a partial fingerprint, so a viewer tracks a finding across runs
 even when unrelated lines move. The verdict itself rides on the invocation's properties.
+
+A reject always yields at least one `error` result: when no diagnostic decided it (no change, hygiene, a failing
+probe or test, a side effect, an unsafe trace), one result for the reject itself, located at the file that caused
+it — the file named by the deciding evidence (a stripped test file, an artifact, the failing test when it is a file
+of the patch), else the first changed file, else the patch itself — so code scanning never shows a reject as nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from cascade.models import Diagnostic, Verdict
+from cascade.models import Decision, Diagnostic, Verdict
 from cascade.report import view
 
 SARIF_VERSION = "2.1.0"
@@ -81,6 +86,54 @@ def _result(r: view.Row, index: dict[str, int]) -> dict[str, Any]:
     return result
 
 
+PATCH_ARTIFACT = "patch.diff"  # stands for the reviewed patch when the reject names no file of the repository
+
+
+def culprit(verdict: Verdict) -> str | None:
+    """The repository file a reject without a diagnostic points at; None = the patch itself."""
+    deciding = next((s for s in verdict.stages if s.stage == verdict.deciding_stage), None)
+    changed = set(verdict.changed_files)
+    for ev in deciding.evidence if deciding else []:
+        if not ev.grounded:
+            continue
+        for key in ("findings", "stripped"):  # hygiene's artifacts, no_change's stripped files
+            items = ev.details.get(key) or []
+            if items and isinstance(items[0], dict) and items[0].get("path"):
+                return str(items[0]["path"])
+        test_file = str(ev.details.get("test_id") or "").split("::")[0]
+        if test_file and (test_file in changed or ev.details.get("source") == "regression"):
+            return test_file  # a test of the repository (nearby regression) or one the patch adds
+    return verdict.changed_files[0] if verdict.changed_files else None
+
+
+def _reject_rule(verdict: Verdict) -> dict[str, Any]:
+    stage = verdict.deciding_stage or "gate"
+    return {
+        "id": f"cascade/{stage}",
+        "name": f"{stage}-reject",
+        "shortDescription": {"text": f"cascade stage {stage} rejected the patch"},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tool": "cascade", "decidesReject": True},
+    }
+
+
+def _reject_result(verdict: Verdict, rule_index: int) -> dict[str, Any]:
+    path = culprit(verdict)
+    location: dict[str, Any] = {"uri": quote(path), "uriBaseId": SRCROOT} if path else {"uri": PATCH_ARTIFACT}
+    physical: dict[str, Any] = {"artifactLocation": location}
+    if path:
+        physical["region"] = {"startLine": 1}
+    return {
+        "ruleId": f"cascade/{verdict.deciding_stage or 'gate'}",
+        "ruleIndex": rule_index,
+        "level": "error",
+        "message": {"text": verdict.reason},
+        "locations": [{"physicalLocation": physical}],
+        "baselineState": "new",
+        "properties": {"stage": verdict.deciding_stage, "decidesReject": True, "culprit": path or "the patch"},
+    }
+
+
 def _invocation(verdict: Verdict) -> dict[str, Any]:
     notes = [
         {"level": "note", "message": {"text": f"stage {s.stage} skipped: {s.reason or 'no reason given'}"}}
@@ -110,6 +163,10 @@ def sarif_log(verdict: Verdict) -> dict[str, Any]:
     rows = view.diagnostic_rows(verdict)
     rules = _rules(rows)
     index = {rule["id"]: i for i, rule in enumerate(rules)}
+    results = [_result(r, index) for r in rows]
+    if verdict.decision == Decision.REJECT and not any(r["level"] == "error" for r in results):
+        rules.append(_reject_rule(verdict))
+        results.append(_reject_result(verdict, len(rules) - 1))
     driver = {
         "name": TOOL_NAME,
         "version": verdict.tool_version or "0",
@@ -120,7 +177,7 @@ def sarif_log(verdict: Verdict) -> dict[str, Any]:
         "tool": {"driver": driver},
         "invocations": [_invocation(verdict)],
         "columnKind": "unicodeCodePoints",
-        "results": [_result(r, index) for r in rows],
+        "results": results,
     }
     return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
