@@ -15,6 +15,7 @@ class ReviewContext:
     patch: Patch
     workspace: Workspace | None = None  # None when the repository is unavailable (benchmark rows)
     results: list[StageResult] = field(default_factory=list)
+    repo_problem: str | None = None  # why no checkout could be made of an existing repository (incomplete)
 
     @property
     def config(self) -> CascadeConfig:
@@ -23,5 +24,5 @@ class ReviewContext:
     def unavailable_reason(self) -> str | None:
         """Why stages that need a checkout cannot run, or None when they can."""
         if self.workspace is None:
-            return "repository unavailable: no checkout to analyse"
+            return self.repo_problem or "repository unavailable: no checkout to analyse"
         return None

@@ -27,6 +27,11 @@ class ToolUnavailable(CascadeError):
     """An external tool (pyright, ruff, bwrap, docker, a model) is missing or crashed."""
 
 
+class IncompleteRepository(CascadeError):
+    """The repository lacks objects of the base commit (a partial clone, a mirror without some blobs): no checkout
+    can be made, but the stages that need none can still run."""
+
+
 class RequiredToolUnavailable(CascadeError):
     """A checker the user required (``--require-tools``) could not run: no verdict rather than a weaker one."""
 

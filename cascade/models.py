@@ -270,6 +270,11 @@ class Verdict(BaseModel):
     changed_files: list[str] = Field(
         default_factory=list, description="Files the patch changes, in patch order (where a reject points)."
     )
+    incomplete_repo: str | None = Field(
+        default=None,
+        description="Set when the repository lacks objects of the base commit (partial clone or mirror): no "
+        "checkout was made and only the stages that need none ran.",
+    )
     reproducible: bool = Field(
         default=False, description="True when wall-clock times were left out (every seconds field is 0)."
     )

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 from cascade import __version__
 from cascade.context import ReviewContext
-from cascade.errors import RequiredToolUnavailable
+from cascade.errors import IncompleteRepository, RequiredToolUnavailable
 from cascade.llm.errors import CassetteMiss
 from cascade.models import (
     Cost,
@@ -123,8 +123,13 @@ def review(
     patch = patch or parse_patch(request.patch_text, request.config.stage0)
     stages = list(stages) if stages is not None else default_stages(request.config)
     with ExitStack() as stack:
-        workspace = None
+        workspace, problem = None, None
         if with_repo:
             workspace = stack.enter_context(Workspace(request.repo, request.base_ref))
-            workspace.prepare(patch)
-        return run_stages(ReviewContext(request=request, patch=patch, workspace=workspace), stages, on_stage)
+            try:
+                workspace.prepare(patch)
+            except IncompleteRepository as exc:  # the stages that need no checkout still run
+                workspace, problem = None, str(exc)
+        ctx = ReviewContext(request=request, patch=patch, workspace=workspace, repo_problem=problem)
+        verdict = run_stages(ctx, stages, on_stage)
+        return verdict if problem is None else verdict.model_copy(update={"incomplete_repo": problem})

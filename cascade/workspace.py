@@ -8,10 +8,20 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from cascade.errors import BadInput, CascadeError
+from cascade.errors import BadInput, CascadeError, IncompleteRepository
 from cascade.models import Patch
 
 GIT_TIMEOUT = 600
+# What git prints when the object store lacks objects a checkout needs (partial clones, incomplete mirrors)
+_MISSING_OBJECT_MARKERS = (
+    "Could not reset index file",
+    "unable to read sha1 file",
+    "unable to read tree",
+    "missing blob object",
+    "bad object",
+    "is corrupt",
+    "promisor remote",
+)
 
 
 def git(repo: Path | str, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT) -> str:
@@ -93,11 +103,30 @@ class Workspace:
                 capture_output=True,
             )
             if proc.returncode != 0:
+                if self._in_tree(f.source_path):
+                    raise IncompleteRepository(
+                        f"repository {self.repo} is incomplete: the object of {f.source_path} at "
+                        f"{self.base_commit[:12]} is missing (a partial clone or mirror)"
+                    )
                 raise BadInput(f"patch modifies {f.source_path}, which does not exist at {self.base_commit[:12]}")
 
+    def _in_tree(self, path: str) -> bool:
+        """The base commit's tree lists ``path`` (its object may still be missing from the object store)."""
+        listed = git(self.repo, "ls-tree", "--name-only", self.base_commit, "--", path, check=False)
+        return bool(listed.strip())
+
     def _add_worktree(self, path: Path) -> None:
-        git(self.repo, "worktree", "add", "--detach", "--force", str(path), self.base_commit)
-        self._worktrees.append(path)
+        self._worktrees.append(path)  # registered first: a failed add still leaves an entry to remove
+        try:
+            git(self.repo, "worktree", "add", "--detach", "--force", str(path), self.base_commit)
+        except CascadeError as exc:
+            cause = missing_object_line(str(exc))
+            if cause is None:
+                raise
+            raise IncompleteRepository(
+                f"repository {self.repo} is incomplete: git cannot check out {self.base_commit[:12]} ({cause}); "
+                "a partial clone or a mirror without some objects — fetch them or use a complete clone"
+            ) from None
 
     def close(self) -> None:
         for path in self._worktrees:
@@ -111,6 +140,17 @@ def _git_apply(tree: Path, data: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["git", "-C", str(tree), "apply", "--whitespace=nowarn", "-"], input=data, capture_output=True, text=True
     )
+
+
+def missing_object_line(git_error: str) -> str | None:
+    """git's line saying an object is missing, or None when the error is something else."""
+    lines = [ln.strip() for ln in git_error.splitlines() if ln.strip()]
+    hits = [ln for ln in lines if any(marker in ln for marker in _MISSING_OBJECT_MARKERS)]
+    if not hits:
+        return None
+    # "fatal: Could not reset index file to revision 'HEAD'." is the line users search for; name it when present
+    reset = [ln for ln in hits if "Could not reset index file" in ln]
+    return (reset or hits)[0].removeprefix("fatal: ")
 
 
 def apply_patch(tree: Path, patch_text: str, text_part: str = "") -> str:

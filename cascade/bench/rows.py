@@ -31,6 +31,7 @@ class TraceStatus(str, Enum):
     OK = "ok"
     BAD_INPUT = "bad_input"  # the patch cannot be reviewed as given (does not apply, malformed): no decision
     TIMEOUT = "timeout"
+    INCOMPLETE_REPO = "incomplete_repo"  # the mirror lacks objects of the base commit; no-checkout stages only
     ERROR = "error"  # the trace crashed; the run went on
 
 

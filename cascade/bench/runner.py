@@ -120,8 +120,19 @@ def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
         )
         for r in verdict.stages
     ]
+    incomplete = (
+        {}
+        if verdict.incomplete_repo is None
+        else {
+            "status": TraceStatus.INCOMPLETE_REPO,
+            "repo_available": False,
+            "repo_note": verdict.incomplete_repo,
+            "error": verdict.incomplete_repo,
+        }
+    )
     return row.model_copy(
         update={
+            **incomplete,
             "decision": verdict.decision,
             "deciding_stage": verdict.deciding_stage,
             "evidence": _summary(verdict),
