@@ -13,7 +13,7 @@ from cascade.bench.data import TaskRow, build_cases, load_predictions
 from cascade.config import parse_config
 from cascade.errors import BadInput
 from cascade.execution.official import grade as grade_run
-from cascade.execution.runner import PytestRun
+from cascade.execution.runner import NEEDS_NETWORK, PytestRun
 from cascade.execution.runner import TestResult as Result
 from cascade.models import EvidenceKind, OfficialTests, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
@@ -147,3 +147,12 @@ def test_a_report_is_graded_even_after_an_abnormal_exit_and_no_report_is_no_grad
     silent = grade_run(_run([], "timeout after 300s", None), tests, ["t.py"])
     assert not silent.resolved and silent.run_error == "timeout after 300s"
     assert silent.statuses == {"t.py::x": "missing", "t.py::y": "missing"}
+
+
+def test_tests_failing_only_for_want_of_network_leave_the_grade_open() -> None:
+    tests = OfficialTests(repo="a/b", test_patch="", fail_to_pass=["t.py::x"], pass_to_pass=["t.py::y"])
+    offline = Result(test_id="t.py::x", status="setup_error", reason=NEEDS_NETWORK)
+    graded = grade_run(_run([offline, Result(test_id="t.py::y", status="pass")], None, 1), tests, ["t.py"])
+    assert not graded.resolved and graded.only_for_want_of_network and graded.statuses["t.py::x"] == "needs_network"
+    broken = Result(test_id="t.py::y", status="behavioural_fail")
+    assert not grade_run(_run([offline, broken], None, 1), tests, ["t.py"]).only_for_want_of_network

@@ -21,14 +21,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.execution.envs import Environment
-from cascade.execution.runner import PytestRun, TestResult, run_pytest
+from cascade.execution.runner import NEEDS_NETWORK, PytestRun, TestResult, run_pytest
 from cascade.models import OfficialTests
 from cascade.patch import parse_patch
 from cascade.sandbox.base import Sandbox
 from cascade.workspace import apply_patch, git
 
-ListedStatus = Literal["pass", "fail", "setup_error", "skipped", "missing"]
-_FAILING: tuple[ListedStatus, ...] = ("fail", "setup_error", "missing")
+ListedStatus = Literal["pass", "fail", "setup_error", "needs_network", "skipped", "missing"]
+_FAILING: tuple[ListedStatus, ...] = ("fail", "setup_error", "needs_network", "missing")
 
 
 class OfficialGrade(BaseModel):
@@ -45,8 +45,14 @@ class OfficialGrade(BaseModel):
     log_excerpt: str = ""
 
     @property
-    def behavioural_failures(self) -> list[str]:
-        return [t for t in (*self.fail_to_pass_failed, *self.pass_to_pass_failed) if self.statuses[t] == "fail"]
+    def failed(self) -> list[str]:
+        return [*self.fail_to_pass_failed, *self.pass_to_pass_failed]
+
+    @property
+    def only_for_want_of_network(self) -> bool:
+        """Every listed test that failed failed because the sandbox has no network: nothing says the patch is wrong
+        (the harness, which has a network, would have run them)."""
+        return bool(self.failed) and all(self.statuses[t] == "needs_network" for t in self.failed)
 
 
 def test_patch_files(test_patch: str) -> list[str]:
@@ -109,8 +115,10 @@ class _Results:
             return "missing"
         if any(t.status == "behavioural_fail" for t in found):
             return "fail"
-        if any(t.status == "setup_error" for t in found):
+        if any(t.status == "setup_error" and t.reason != NEEDS_NETWORK for t in found):
             return "setup_error"
+        if any(t.status == "setup_error" for t in found):
+            return "needs_network"
         return "skipped" if all(t.status == "skipped" for t in found) else "pass"
 
 

@@ -56,6 +56,7 @@ def pytest_runtest_makereport(item, call):
 _SETUP_EXCEPTIONS = {"ModuleNotFoundError"}  # missing dependency wherever it is raised
 # The sandbox has no network: a test that needs it fails for that reason, not because of the code (requests' tests
 # reach httpbin.org). Recognised by the exception type or the resolver's/socket's own words in the failure.
+NEEDS_NETWORK = "needs the network (sandbox has none)"  # the reason of such a setup error
 _NETWORK_EXCEPTIONS = {"ConnectionError", "ConnectTimeout", "MaxRetryError", "NewConnectionError", "gaierror"}
 _NETWORK_MARKERS = (
     "Temporary failure in name resolution",
@@ -162,7 +163,7 @@ def _classify_failure(test_id: str, props: dict[str, str], message: str, text: s
         )  # fmt: skip
     if exception in _NETWORK_EXCEPTIONS or any(m in message or m in text for m in _NETWORK_MARKERS):
         return TestResult(
-            test_id=test_id, status="setup_error", exception=exception, reason="needs the network (sandbox has none)",
+            test_id=test_id, status="setup_error", exception=exception, reason=NEEDS_NETWORK,
             message=message, excerpt=text,
         )  # fmt: skip
     if message.startswith(_TIMEOUT_MARKERS):

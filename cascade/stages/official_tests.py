@@ -7,7 +7,8 @@ applied; those test files run in the sandbox (`cascade/execution/official.py`), 
 the SWE-bench table (`cascade/execution/envs.py`) or, for other repositories, the configured one.
 
 Resolved → accept; a listed test that fails, errors or is absent → reject, as the harness counts it (the evidence
-says which, and whether it failed behaviourally or in setup); a run that gave no report → uncertain.
+says which, and whether it failed behaviourally or in setup); a run that gave no report, or listed tests that fail
+only because the sandbox has no network (the harness's runs have one) → uncertain.
 """
 
 from __future__ import annotations
@@ -115,6 +116,9 @@ def _decide(grade: OfficialGrade, env: Environment, tests: OfficialTests) -> Sta
     )
     if grade.run_error is not None:
         return _result(Outcome.UNCERTAIN, f"the official tests gave no report: {grade.run_error}", [evidence])
+    if grade.only_for_want_of_network:
+        reason = f"not gradable here: {len(grade.failed)} listed test(s) need the network, which the sandbox lacks"
+        return _result(Outcome.UNCERTAIN, reason, [evidence])
     if grade.resolved:
         note = f" ({skipped} skipped)" if skipped else ""
         return _result(Outcome.ACCEPT, f"resolved: all {counts} tests pass{note}", [evidence], grounded=True)
