@@ -28,6 +28,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from cascade.probesources.issue import extract_examples
+
 DATA = Path("/work/shared/data/swebench")
 MIRRORS = Path("/work/.mirror")
 FETCHABLE = {
@@ -146,8 +148,9 @@ def findings(verdict: Any) -> list[dict[str, Any]]:
 
 
 def interleaved(todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Instances round-robin over repositories, each instance's agents and controls together: a run cut short still
-    covers every repository with both defects and acceptable patches."""
+    """Instances whose issue text has a runnable failing example first, then the rest; within each group, instances
+    round-robin over repositories, each instance's agents and controls together: a run cut short still covers every
+    repository with both defects and acceptable patches."""
     tasks = task_rows()
     by_repo: dict[str, list[str]] = defaultdict(list)
     for iid in sorted({i["iid"] for i in todo}):
@@ -156,7 +159,9 @@ def interleaved(todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for rank in range(max((len(v) for v in by_repo.values()), default=0)):
         order += [iids[rank] for _, iids in sorted(by_repo.items()) if rank < len(iids)]
     position = {iid: n for n, iid in enumerate(order)}
-    return sorted(todo, key=lambda i: position[i["iid"]])
+    examples = {iid for iid in position if extract_examples(tasks[iid]["problem_statement"])}
+    # Instances whose issue shows a runnable failing example first: there every source can act (the run is long).
+    return sorted(todo, key=lambda i: (i["iid"] not in examples, position[i["iid"]]))
 
 
 def run(out: Path, jobs: int, only: set[str] | None, repos: set[str] | None) -> None:
