@@ -11,7 +11,8 @@ source on moatless trajectories, when a reader for them exists).
 
 Subset (fixed, stated in the report): every trace of CodeR, moatless-gpt4o and moatless-claude35 on the 8 fetchable
 non-sympy repositories, plus a sympy sample (every 10th sympy Lite instance id in sorted order) of the same agents,
-and the gold and resolved-submission patches of the same instances as acceptable controls.
+and the gold patches and (at most two per instance, in file order) resolved-submission patches of the same instances
+as acceptable controls.
 Each line of the JSONL is one trace; items already there are skipped, so a run can be resumed.
 """
 
@@ -38,6 +39,7 @@ FETCHABLE = {
 }  # fmt: skip
 AGENTS = {"coder": "coder-lite", "moatless-gpt4o": "moatless-gpt4o-lite", "moatless-claude35": "moatless-claude35-lite"}
 SYMPY_EVERY = 10
+RESOLVED_PER_INSTANCE = 2  # the first two resolved submissions per instance, in file order
 SOURCES = ["generated", "issue", "trace", "pr_tests"]  # generated says "no model" and proposes nothing
 OLD_SOURCES = {"trace", "pr_tests", "side_effect", "regression@0"}
 
@@ -68,9 +70,11 @@ def items() -> Iterator[dict[str, Any]]:
                        "label": label, "trace": trace}  # fmt: skip
     for iid in sorted(chosen):
         yield {"key": f"gold:{iid}", "set": "gold", "iid": iid, "patch": tasks[iid]["patch"], "label": "acceptable"}
+    per_instance: dict[str, int] = defaultdict(int)
     for line in (DATA / "resolved-submissions/lite.preds.jsonl").read_text().splitlines():
         pred = json.loads(line)
-        if pred["instance_id"] in chosen:
+        if pred["instance_id"] in chosen and per_instance[pred["instance_id"]] < RESOLVED_PER_INSTANCE:
+            per_instance[pred["instance_id"]] += 1
             key = f"resolved:{pred['model_name_or_path']}:{pred['instance_id']}"
             yield {"key": key, "set": "resolved", "iid": pred["instance_id"], "patch": pred["model_patch"] or "",
                    "label": "acceptable"}  # fmt: skip
