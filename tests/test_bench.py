@@ -461,3 +461,22 @@ def test_published_swebench_files_load_with_their_labels() -> None:
     if MIRROR_DIR.is_dir() and (MIRROR_DIR / "sympy+sympy" / "repo").is_dir():
         assert resolver.resolve("sympy/sympy").available
     assert not resolver.resolve("django/django").available
+
+
+def test_swebench_cases_get_the_harness_environment_unless_the_config_names_one() -> None:
+    from cascade.bench.rows import BenchCase
+    from cascade.bench.runner import config_for_case
+    from cascade.config import CascadeConfig, parse_config
+
+    def case(repo: str, version: str) -> BenchCase:
+        return BenchCase(instance_id="x-1", model="m", repo=repo, base_commit="0" * 40, patch_text="", label="defect",
+                         version=version)  # fmt: skip
+
+    sympy = config_for_case(CascadeConfig(), case("sympy/sympy", "1.1"))
+    assert sympy.env.python == "3.9" and "mpmath==1.3.0" in sympy.env.packages
+    astropy = config_for_case(CascadeConfig(), case("astropy/astropy", "4.3"))
+    assert astropy.env.build_extensions and astropy.stage2.enabled
+    assert not config_for_case(CascadeConfig(), case("astropy/astropy", "1.3")).stage2.enabled
+    explicit = parse_config({"env": {"python": "3.11"}})
+    assert config_for_case(explicit, case("sympy/sympy", "1.1")) is explicit
+    assert config_for_case(CascadeConfig(), case("someone/else", "1.0")) == CascadeConfig()

@@ -182,6 +182,7 @@ def build_cases(
                 base_commit=task.base_commit,
                 patch_text=patch,
                 issue_text=task.problem_statement or None,
+                version=task.version,
                 label=label_of(patch, pred.instance_id, resolved),
                 trace_path=str(traj) if traj is not None else None,
                 official_tests=task.official_tests(),

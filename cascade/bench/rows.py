@@ -62,6 +62,7 @@ class BenchCase(BaseModel):
     official_tests: OfficialTests | None = Field(
         default=None, description="The task row's test_patch and test lists (read only by the official-tests arm)"
     )
+    version: str | None = Field(default=None, description="The task's version (selects its test environment)")
 
 
 class TraceJob(BaseModel):

@@ -27,6 +27,7 @@ from cascade.bench.repos import RepoResolver, has_commit
 from cascade.bench.rows import BenchCase, StageRecord, TraceCost, TraceJob, TraceRow, TraceStatus
 from cascade.config import CascadeConfig
 from cascade.errors import BadInput
+from cascade.execution.repo_specs import spec_for_repo
 from cascade.models import Decision, ReviewRequest, Trace, Verdict
 from cascade.pipeline import review
 from cascade.stages.official_tests import OfficialTestsStage
@@ -95,10 +96,27 @@ def _checkout_of(job: TraceJob) -> tuple[bool, str]:
     return True, job.repo_note
 
 
+def config_for_case(config: CascadeConfig, case: BenchCase) -> CascadeConfig:
+    """A SWE-bench case's test environment from the harness table (``repo_specs``), unless the config names one;
+    a repository the table cannot test here gets no Stage 2 (stages 0-1 still decide)."""
+    env = config.env
+    if env.python is not None or env.packages or env.use_current_interpreter:
+        return config
+    spec = spec_for_repo(case.repo, case.version)
+    if spec is None:
+        return config
+    if spec.unsupported:
+        return config.model_copy(update={"stage2": config.stage2.model_copy(update={"enabled": False})})
+    fields = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
+              "extras": spec.extras, "build_extensions": spec.build_extensions}  # fmt: skip
+    return config.model_copy(update={"env": env.model_copy(update=fields)})
+
+
 def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
     case = job.case
     trace = _load_trace(case.trace_path)
-    stages = arm.stages(job.config)
+    config = config_for_case(job.config, case)
+    stages = arm.stages(config)
     grades_officially = any(stage.name == OfficialTestsStage.name for stage in stages)
     request = ReviewRequest(
         repo=job.repo_path or case.repo,
@@ -107,7 +125,7 @@ def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
         issue_text=case.issue_text,
         trace=trace,
         official_tests=case.official_tests if grades_officially else None,  # never part of a gate's input
-        config=job.config,
+        config=config,
     )
     verdict = review(request, stages=stages, with_repo=row.repo_available)
     records = [
