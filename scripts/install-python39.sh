@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install Debian bullseye's python3.9 beside bookworm's python3.11 (design §5, verified recipe), for the benchmark's
-# old SWE-bench repositories (sympy & co. want Python 3.9). Needs root and Debian's package servers.
+# Install Debian bullseye's python3.9 (and its headers) beside bookworm's python3.11 (design §5, verified recipe), for
+# the benchmark's old SWE-bench repositories (sympy & co. want Python 3.9; astropy builds C extensions against it).
+# Needs root and Debian's package servers.
 #   1. a sources list for bullseye (main) used only for this install: its own lists directory, the system's untouched;
 #   2. `uv venv` needs distutils, which bullseye ships in python3-distutils / python3-lib2to3 (3.9.2-1) — their
 #      dependencies clash with bookworm's python3, so they are downloaded and unpacked, and only their
@@ -10,7 +11,7 @@ set -euo pipefail
 
 # (setuptools' distutils shim can make `import distutils` succeed without the stdlib files: check the files.)
 if [ -x /usr/bin/python3.9 ] && [ -f /usr/lib/python3.9/distutils/__init__.py ] && [ -f /usr/lib/python3.9/distutils/dist.py ] \
-  && [ -f /usr/lib/python3.9/lib2to3/__init__.py ]; then
+  && [ -f /usr/lib/python3.9/lib2to3/__init__.py ] && [ -f /usr/include/python3.9/Python.h ]; then
   echo "python3.9 with distutils already installed: $(/usr/bin/python3.9 --version)"
   exit 0
 fi
@@ -33,6 +34,8 @@ apt_opts=(
 export DEBIAN_FRONTEND=noninteractive
 apt-get "${apt_opts[@]}" update -qq
 apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends python3.9 >/dev/null
+# Its headers: astropy's C extensions are compiled against them (cascade/execution/extensions.py).
+apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends python3.9-dev >/dev/null
 # A half-done earlier run may have removed stdlib files under distutils/: put the package's own files back.
 apt-get "${apt_opts[@]}" install -y -qq --reinstall libpython3.9-stdlib >/dev/null
 

@@ -79,3 +79,14 @@ def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tm
     regression = next(e for e in result.evidence if e.kind.value == "regression")
     assert regression.details["test_id"] == "tests/test_api.py::test_quad"
     assert regression.details["class"] == "assertion"
+
+
+def test_failing_build_reports_the_compiler_error_and_is_remembered(make_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_repo({**FILES, "pkg/_fast.c": FAST_C.replace("(2 * x);", "(2 * x")})
+    env = current_environment()
+    with pytest.raises(EnvironmentUnavailable, match="compiled extensions failed") as first:
+        ensure_extensions(env, repo, ["pkg/api.py"], cache_dir=tmp_path / "builds")
+    assert "error" in str(first.value).lower()
+    with pytest.raises(EnvironmentUnavailable) as again:
+        ensure_extensions(env, repo, ["pkg/api.py"], cache_dir=tmp_path / "builds")
+    assert str(again.value) == str(first.value)

@@ -46,6 +46,10 @@ class ExtensionBuild(BaseModel):
     seconds: float
 
 
+class BuildFailed(EnvironmentUnavailable):
+    """The build ran and failed (not a timeout): remembered, so later reviews report it without rebuilding."""
+
+
 def is_extension_source(path: str) -> bool:
     name = PurePosixPath(path).name
     return any(fnmatch.fnmatch(name, pattern) for pattern in EXTENSION_SOURCES)
@@ -78,9 +82,15 @@ def ensure_extensions(
     key = build_key(base, env)
     root = (cache_dir or DEFAULT_CACHE.parent / "builds") / key
     with _locked(root.with_suffix(".lock")):
-        manifest = root / _MANIFEST
+        manifest, failed = root / _MANIFEST, root.with_suffix(".failed")
+        if failed.is_file():  # a build that failed (not timed out) fails the same way again: say so at once
+            raise EnvironmentUnavailable(failed.read_text(encoding="utf-8"))
         if not manifest.is_file():
-            _build(env, base, root, timeout)
+            try:
+                _build(env, base, root, timeout)
+            except BuildFailed as exc:
+                failed.write_text(str(exc), encoding="utf-8")
+                raise
         return ExtensionBuild.model_validate_json(manifest.read_text(encoding="utf-8"))
 
 
@@ -102,8 +112,9 @@ def _build(env: Environment, base: Path, root: Path, timeout: float) -> None:
     except subprocess.TimeoutExpired:
         raise EnvironmentUnavailable(f"building the compiled extensions timed out after {timeout:.0f}s") from None
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise EnvironmentUnavailable(f"building the compiled extensions failed: {last[:300]}")
+        lines = proc.stderr.strip().splitlines() or ["no output"]
+        first = next((line for line in lines if "error" in line.lower()), lines[-1])
+        raise BuildFailed(f"building the compiled extensions failed ({command[0]}): {first.strip()[:300]}")
     products = sorted(_files(tree) - before)
     build = ExtensionBuild(
         key=root.name, tree=str(tree), products=products, seconds=round(time.perf_counter() - started, 1)
