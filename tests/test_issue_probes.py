@@ -163,3 +163,38 @@ def test_example_that_does_not_fail_the_issues_way_on_base_is_not_kept(make_repo
     result = run_issue_stage(repo, patch, TRACEBACK_ISSUE, sandbox)
     assert result.outcome == Outcome.PASS
     assert any("not kept" in e.summary for e in result.evidence)
+
+
+SIDE_EFFECT_ISSUE = """\
+`mean` crashes on an empty list:
+
+```python
+import os
+open(os.path.expanduser("~/.issue-example-was-here"), "w").close()  # the reporter's own setup step
+from pkg.stats import mean
+mean([])
+```
+
+```
+Traceback (most recent call last):
+ZeroDivisionError: division by zero
+```
+"""
+
+
+def test_side_effects_of_the_issue_example_itself_are_not_the_patchs(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """The example writes to HOME on both trees: the probe's doing. The patch writing there too would be the patch's."""
+    if sandbox.isolation == "none":
+        pytest.skip("needs a sandbox that records side effects")
+    repo = make_repo(BASE)
+    fixed = run_issue_stage(repo, diff_of(repo, {"pkg/stats.py": FIXED_MEAN}), SIDE_EFFECT_ISSUE, sandbox)
+    assert fixed.outcome == Outcome.PASS, fixed.reason
+    assert not [e for e in fixed.evidence if e.kind == EvidenceKind.SIDE_EFFECT]
+    writing = FIXED_MEAN.replace(
+        "    if not xs:\n",
+        "    if not xs:\n        import os\n        open(os.path.expanduser('~/.pkg-state'), 'w').close()\n",
+    )
+    bad = run_issue_stage(repo, diff_of(repo, {"pkg/stats.py": writing}), SIDE_EFFECT_ISSUE, sandbox)
+    assert bad.outcome == Outcome.REJECT, bad.reason
+    effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details["side_effects"]
+    assert {e["target"].rsplit("/", 1)[-1] for e in effects} == {".pkg-state"}  # seen by one or more oracles

@@ -41,8 +41,12 @@ def _run_source(session: Session, ctx: ReviewContext, source: ProbeSource) -> No
 
 
 def _try_candidate(session: Session, patch: Patch, cand: ProbeCandidate) -> ProbeFeedback:
+    # A probe that is not the patch's own code (the example, the agent's script, a generated test) may do
+    # things by itself (sns.load_dataset downloads): what it does on base too is the probe's doing, not the patch's.
+    own = cand.origin == "pr_tests"
     with placed(session.base, cand.path, cand.content):
-        base_run = session.pytest(session.base, [cand.path])
+        base_run = session.pytest(session.base, [cand.path], count_effects=own)
+    baseline = {(e.kind, e.target) for e in base_run.result.side_effects}
     tests = [t for t in base_run.tests if t.test_id.startswith(cand.path)] or base_run.tests
     if cand.origin == "pr_tests":
         tests = _tests_the_pr_touched(session, patch, cand.path, tests)
@@ -54,7 +58,10 @@ def _try_candidate(session: Session, patch: Patch, cand: ProbeCandidate) -> Prob
     session.info(f"probe {cand.name} ({cand.origin}): {len(kept)} test(s) fail behaviourally on base", base_run)
     with placed(session.patched, cand.path, cand.content):
         for test in kept:
-            run = session.pytest(session.patched, [test.test_id], coverage=True)
+            run = session.pytest(session.patched, [test.test_id], coverage=True, count_effects=own)
+            if not own:
+                added = [e for e in run.result.side_effects if (e.kind, e.target) not in baseline]
+                session.note_side_effects(added, session.patched)
             policy = session.config.stage2
             session.findings.add(judging.probe(cand, test, base_run, run, session.changed, session.patched, policy))
     return ProbeFeedback(candidate=cand, outcome="behavioural_fail", message="kept: fails behaviourally on base")

@@ -14,7 +14,8 @@ from pathlib import Path
 from cascade.config import CascadeConfig
 from cascade.execution.envs import Environment
 from cascade.execution.runner import WORK_DIR, PytestRun, run_pytest
-from cascade.sandbox.base import RunResult, Sandbox
+from cascade.safety import SideEffect
+from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import judging
 from cascade.stages.probes.judging import Findings
 
@@ -42,8 +43,10 @@ class Session:
         coverage: bool = False,
         whole_files: bool = False,
         timeout: float | None = None,
+        count_effects: bool = True,
     ) -> PytestRun:
-        """One sandboxed run. Whole nearby test files get the sandbox's wall time; a probe gets the probe timeout."""
+        """One sandboxed run. Whole nearby test files get the sandbox's wall time; a probe gets the probe timeout.
+        Its side effects are findings unless ``count_effects`` is False (the caller attributes them itself)."""
         self._runs += 1
         side = "base" if tree == self.base else "patched"
         cfg = self.config
@@ -62,12 +65,13 @@ class Session:
             },
             coverage_include=[str(p) for p in self.changed] if coverage else None,
         )
-        self._note_side_effects(run.result, tree)
+        if count_effects:
+            self.note_side_effects(run.result.side_effects, tree)
         return run
 
-    def _note_side_effects(self, result: RunResult, tree: Path) -> None:
+    def note_side_effects(self, effects: list[SideEffect], tree: Path) -> None:
         root = str(tree)
-        for effect in result.side_effects:
+        for effect in effects:
             if effect.benign or effect.target == root or effect.target.startswith(root + "/"):
                 continue
             self.findings.side_effects.append(effect)
