@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 import cascade
-from cascade.bench.arms import ArmBudget
+from cascade.bench.arms import ArmBudget, get_arm
 from cascade.bench.data import build_cases, load_predictions, load_resolved, load_tasks
-from cascade.bench.executors import ExecutorSpec, make_executor
-from cascade.bench.executors.ray import INSTALL_HINT, LOCAL_RAY_ENV
+from cascade.bench.executors import ExecutorSpec, RepoSource, TaskResources, arm_resources, make_executor
+from cascade.bench.executors.ray import INSTALL_HINT, LOCAL_RAY_ENV, _fit, _on_this_node
 from cascade.bench.repos import RepoResolver
-from cascade.bench.rows import LabelClass, TraceRow, TraceStatus
-from cascade.bench.runner import RunOptions, read_rows, run_bench
+from cascade.bench.rows import LabelClass, TraceJob, TraceRow, TraceStatus
+from cascade.bench.runner import RunOptions, read_rows, run_bench, run_trace
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.models import Decision, Outcome, StageResult
@@ -258,3 +258,32 @@ def test_executor_ray_without_ray_is_exit_3_with_the_install_hint(swe: dict[str,
     assert proc.returncode == 3, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and INSTALL_HINT in proc.stderr, proc.stderr
     assert not (swe["out"] / "results.jsonl").exists()  # failed before reading or writing anything
+
+
+# --- the parts that need no cluster ------------------------------------------------------------------------
+
+
+def test_arm_resources_follow_the_stages_and_fit_the_largest_node() -> None:
+    config = CascadeConfig()
+    assert arm_resources(get_arm("rules-only"), config) == TaskResources(cpus=1, memory_mb=1024)
+    stage2 = arm_resources(get_arm("full-cascade"), config)  # Stage 2 (probes) runs tests in a sandbox
+    assert stage2 == TaskResources(cpus=2, memory_mb=1024 + config.sandbox.memory_mb)
+    assert _fit(stage2, TaskResources(cpus=1, memory_mb=4096)) == TaskResources(cpus=1, memory_mb=1024 + 2048)
+    assert _fit(stage2, None) == stage2  # no node with CPUs yet (an autoscaler will add them): ask as is
+
+
+def test_a_node_without_the_drivers_path_clones_into_its_own_cache(swe: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+    remotes = tmp_path / "remotes"
+    bare = remotes / "acme" / "calc.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(swe["repos"] / "acme__calc"), str(bare)], check=True)
+    cases = build_cases(load_tasks(swe["tasks"]), load_predictions(swe["preds"]), None).cases
+    case = next(c for c in cases if c.instance_id == "acme__calc-2")
+    job = TraceJob(case=case, arm="rules-only", repo_path=None, repo_note="not found under no --repos-dir")
+    source = RepoSource(
+        cache_dir=str(tmp_path / "node-cache"), clone=True, url_template=f"file://{remotes}/{{repo}}.git"
+    )
+    here = _on_this_node(job, source)
+    assert here.repo_path == str(tmp_path / "node-cache" / "acme__calc") and "cloned" in here.repo_note
+    assert _on_this_node(here, source) is here  # the path exists on this node now: nothing to do
+    row = run_trace(here, get_arm("rules-only"))
+    assert (row.repo_available, row.decision, row.deciding_stage) == (True, Decision.REJECT, "static")
