@@ -268,6 +268,7 @@ def test_arm_resources_follow_the_stages_and_fit_the_largest_node() -> None:
     assert arm_resources(get_arm("rules-only"), config) == TaskResources(cpus=1, memory_mb=1024)
     stage2 = arm_resources(get_arm("full-cascade"), config)  # Stage 2 (probes) runs tests in a sandbox
     assert stage2 == TaskResources(cpus=2, memory_mb=1024 + config.sandbox.memory_mb)
+    assert arm_resources(get_arm("official-tests"), config) == stage2  # runs the PR's tests in the sandbox too
     assert _fit(stage2, TaskResources(cpus=1, memory_mb=4096)) == TaskResources(cpus=1, memory_mb=1024 + 2048)
     assert _fit(stage2, None) == stage2  # no node with CPUs yet (an autoscaler will add them): ask as is
 

@@ -22,8 +22,8 @@ Planned = tuple[TraceJob, Arm]
 RowSink = Callable[[TraceRow], None]
 MAX_ATTEMPTS = 2  # a trace whose worker died is run once more (in a fresh process), then recorded as an error row
 
-# The stage that runs tests in a sandbox (Stage 2): the arms that include it ask their executor for more.
-SANDBOXED_STAGES = frozenset({"probes"})
+# The stages that run test suites in a sandbox (Stage 2, the official tests): arms with one ask for more.
+SANDBOXED_STAGES = frozenset({"probes", "official_tests"})
 
 
 class Executor(Protocol):
