@@ -139,7 +139,7 @@ def _run(tests: list[Result], run_error: str | None, exit_code: int | None) -> P
     return PytestRun(tree="/t", targets=[], command="pytest", result=result, tests=tests, run_error=run_error)
 
 
-def test_a_report_is_graded_even_after_an_abnormal_exit_and_no_report_is_no_grade() -> None:
+def test_a_report_is_graded_even_after_an_abnormal_exit_and_only_a_timeout_is_no_grade() -> None:
     tests = OfficialTests(repo="a/b", test_patch="", fail_to_pass=["t.py::x"], pass_to_pass=["t.py::y"])
     passed = [Result(test_id="t.py::x", status="pass"), Result(test_id="t.py::y", status="skipped")]
     graded = grade_run(_run(passed, "pytest exit code 3 (internal or usage error)", 3), tests, ["t.py"])
@@ -147,6 +147,8 @@ def test_a_report_is_graded_even_after_an_abnormal_exit_and_no_report_is_no_grad
     silent = grade_run(_run([], "timeout after 300s", None), tests, ["t.py"])
     assert not silent.resolved and silent.run_error == "timeout after 300s"
     assert silent.statuses == {"t.py::x": "missing", "t.py::y": "missing"}
+    crashed = grade_run(_run([], "crash: pytest wrote no report (exit code 4)", 4), tests, ["t.py"])
+    assert not crashed.resolved and crashed.run_error is None and crashed.failed == ["t.py::x", "t.py::y"]
 
 
 def test_tests_failing_only_for_want_of_network_leave_the_grade_open() -> None:
@@ -156,3 +158,16 @@ def test_tests_failing_only_for_want_of_network_leave_the_grade_open() -> None:
     assert not graded.resolved and graded.only_for_want_of_network and graded.statuses["t.py::x"] == "needs_network"
     broken = Result(test_id="t.py::y", status="behavioural_fail")
     assert not grade_run(_run([offline, broken], None, 1), tests, ["t.py"]).only_for_want_of_network
+
+
+def test_a_patch_that_breaks_the_import_conftest_needs_fails_every_listed_test(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    repo = make_repo({"pkg/__init__.py": "", "pkg/calc.py": CALC, "tests/test_calc.py": TESTS,
+                      "conftest.py": "import pkg.calc\n"})  # fmt: skip
+    test_patch = diff_of(repo, {"tests/test_calc.py": TEST_PATCH_TESTS})
+    tests = OfficialTests(repo="demo/demo", test_patch=test_patch, fail_to_pass=F2P, pass_to_pass=P2P)
+    result = grade(repo, diff_of(repo, {"pkg/calc.py": FIXED + "undefined_name\n"}), tests, sandbox)
+    assert result.outcome == Outcome.REJECT, result.reason
+    assert result.reason.endswith("(the run: crash: pytest wrote no report (exit code 4))")
+    assert "NameError" in str(details(result)["log_excerpt"])

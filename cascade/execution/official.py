@@ -38,8 +38,8 @@ class OfficialGrade(BaseModel):
     statuses: dict[str, ListedStatus] = Field(description="Each FAIL_TO_PASS and PASS_TO_PASS test's status.")
     fail_to_pass_failed: list[str]
     pass_to_pass_failed: list[str]
-    run_error: str | None = Field(default=None, description="Why the run gave no report (timeout, crash), if not.")
-    run_note: str | None = Field(default=None, description="A reported run's abnormal exit (pytest's exit code 3).")
+    run_error: str | None = Field(default=None, description="The run was cut short by the time limit: no grade.")
+    run_note: str | None = Field(default=None, description="A run's abnormal end (pytest exit code 3, no report).")
     command: str
     files: list[str] = Field(description="The test files run: those of test_patch, as the harness runs them.")
     log_excerpt: str = ""
@@ -129,9 +129,10 @@ def grade(run: PytestRun, tests: OfficialTests, files: list[str]) -> OfficialGra
     }
     f2p_failed = [t for t in tests.fail_to_pass if statuses[t] in _FAILING]
     p2p_failed = [t for t in tests.pass_to_pass if statuses[t] in _FAILING]
-    # A report is authoritative even when pytest exited abnormally afterwards: the harness reads statuses the same
-    # way from its log. Only a run without a report (timeout, crash) leaves nothing to grade.
-    no_report = run.run_error if run.run_error is not None and not run.tests else None
+    # What pytest reported is authoritative even after an abnormal exit, and a run that ended without a report (the
+    # patch breaks the package's import, so conftest cannot load) lists every test as missing: the harness reads its
+    # log the same way. Only a run the time limit cut short leaves nothing to grade.
+    no_report = run.run_error if run.result.timed_out else None
     return OfficialGrade(
         resolved=no_report is None and not f2p_failed and not p2p_failed,
         statuses=statuses,

@@ -7,8 +7,9 @@ applied; those test files run in the sandbox (`cascade/execution/official.py`), 
 the SWE-bench table (`cascade/execution/envs.py`) or, for other repositories, the configured one.
 
 Resolved → accept; a listed test that fails, errors or is absent → reject, as the harness counts it (the evidence
-says which, and whether it failed behaviourally or in setup); a run that gave no report, or listed tests that fail
-only because the sandbox has no network (the harness's runs have one) → uncertain.
+says which, and whether it failed behaviourally or in setup; a run that ended without a report lists them all as
+missing); a run cut short by the time limit, or listed tests that fail only because the sandbox has no network (the
+harness's runs have one) → uncertain.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def _decide(grade: OfficialGrade, env: Environment, tests: OfficialTests) -> Sta
     reason = (
         f"not resolved: {len(grade.fail_to_pass_failed)}/{len(tests.fail_to_pass)} FAIL_TO_PASS and "
         f"{len(grade.pass_to_pass_failed)}/{len(tests.pass_to_pass)} PASS_TO_PASS tests fail: {named}{more}"
+        + (f" (the run: {grade.run_note})" if grade.run_note else "")
     )
     return _result(Outcome.REJECT, reason, [evidence], grounded=True)
 
