@@ -1,9 +1,9 @@
 """Stage 2 without a model on three agents' dev-split patches, per probe source, before and after (issue 15).
 
-One run gives both sides: the stages run with ``stage2.exhaustive`` (every regression chunk and probe source runs even
+One run gives both sides: the stages run with ``probes.exhaustive`` (every regression chunk and probe source runs even
 after a reject; the decision is unchanged), and each grounded reject records its source. "Before" is the decision
 with only what Stage 2 had before issue 15 — the first regression chunk (the 2 nearby files), the trace and pr_tests
-sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and the issue source (and the trace
+sources, stages 0-1 and the trace scan; "after" adds the wider regression chunks and the issue source (and the trace
 source on moatless trajectories, when a reader for them exists).
 
     python benchmarks/stage2_agents.py run --out benchmarks/results/stage2_agents.jsonl --jobs 2
@@ -93,12 +93,12 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
     spec = spec_for_repo(row["repo"], row["version"])
     env = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
            "extras": spec.extras, "build_extensions": spec.build_extensions} if spec else {}  # fmt: skip
-    stage2: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
+    probes: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
     record: dict[str, Any] = {k: item[k] for k in ("key", "set", "iid", "label")}
     if spec is not None and spec.unsupported:  # stages 0-1 still decide; Stage 2 says why it cannot run
-        stage2["enabled"] = False
+        probes["enabled"] = False
         record["stage2_unavailable"] = spec.unsupported
-    config = parse_config({"env": env, "stage2": stage2})
+    config = parse_config({"env": env, "probes": probes})
     trace = None
     if item.get("trace"):
         try:
@@ -209,7 +209,7 @@ def rejects(record: dict[str, Any], sources: set[str] | None) -> bool:
 
 def decided_by(record: dict[str, Any]) -> str:
     """The source of the reject the default (non-exhaustive) order reports first."""
-    order = ["no_change", "trace_safety", "static", "side_effect", "regression@0", "regression@wider", "issue",
+    order = ["no_change", "trace_scan", "static", "side_effect", "regression@0", "regression@wider", "issue",
              "trace", "pr_tests"]  # fmt: skip
     found = rejecting_sources(record)
     return next((s for s in order if s in found), "")
@@ -218,7 +218,7 @@ def decided_by(record: dict[str, Any]) -> str:
 def report(out: Path) -> str:
     records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
     ok = [r for r in records if r["status"] == "ok"]
-    before = OLD_SOURCES | {"no_change", "trace_safety", "static"}
+    before = OLD_SOURCES | {"no_change", "trace_scan", "static"}
     lines = ["# Stage 2 per agent and per source, dev split subset (issue 15)", "",
              f"Traces run: {len(records)} ({len(records) - len(ok)} error rows, excluded below).", ""]  # fmt: skip
     lines += ["## Catch / over-rejection / coverage (Wilson 95% CIs), before → after", "",
@@ -239,7 +239,7 @@ def report(out: Path) -> str:
         lines.append(f"| {name} | {len(d)} | {cb}/{len(d)} {wilson(cb, len(d))} | {ca}/{len(d)} {wilson(ca, len(d))} "
                      f"| {len(a)} | {ob}/{len(a)} {wilson(ob, len(a))} | {oa}/{len(a)} {wilson(oa, len(a))} "
                      f"| {vb}/{len(rs)} {wilson(vb, len(rs))} | {va}/{len(rs)} {wilson(va, len(rs))} |")  # fmt: skip
-    sources = ["no_change", "trace_safety", "static", "side_effect", "regression@0", "regression@wider", "issue",
+    sources = ["no_change", "trace_scan", "static", "side_effect", "regression@0", "regression@wider", "issue",
                "trace", "pr_tests"]  # fmt: skip
     lines += ["", "## Per source alone (would it reject?), all sets", "",
               "| source | defects rejected | acceptable rejected |", "|---|---|---|"]  # fmt: skip

@@ -38,7 +38,7 @@ from cascade.models import EvidenceKind, ReviewRequest
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.sandbox.select import get_sandbox
-from cascade.stages.probes import ProbesStage
+from cascade.stages import make_stage
 from cascade.traces import load_trace
 from cascade.workspace import apply_patch, git
 
@@ -191,7 +191,7 @@ def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
             "sandbox": {"backend": backend},
             "env": {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
                     "extras": spec.extras},
-            "stage2": {"sources": ["trace", "pr_tests"]},
+            "probes": {"sources": ["trace", "pr_tests"]},
         }
     )  # fmt: skip
     trace = load_trace(item["trace"]) if item.get("trace") else None
@@ -204,7 +204,7 @@ def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
         return {**record, "outcome": "skipped", "reason": spec.unsupported}
     try:
         # One nearby test file (test_<module>.py first), as in design §3's measurement; it bounds the run time.
-        verdict = review(request, stages=[ProbesStage(max_regression_files=1)])
+        verdict = review(request, stages=[make_stage("probes", max_regression_files=1)])
     except CascadeError as exc:
         return {**record, "outcome": "error", "reason": str(exc)}
     stage = verdict.stages[0]

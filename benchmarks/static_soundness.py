@@ -32,7 +32,7 @@ from cascade.context import ReviewContext
 from cascade.errors import CascadeError
 from cascade.models import Outcome, ReviewRequest, StageResult, Verdict
 from cascade.pipeline import review
-from cascade.stages.no_change import NoChangeStage
+from cascade.stages import make_stage
 from cascade.stages.static import StaticStage, python_version
 from cascade.static.pyright import run_pyright
 
@@ -95,7 +95,7 @@ class TimedStaticStage(StaticStage):
             changed = [f.target_path for f in ctx.patch.files if f.is_python and f.target_path and not f.is_removed]
             changed = [p for p in changed if (ctx.workspace.patched_dir / p).is_file()]
             if changed:
-                cfg = ctx.config.stage1
+                cfg = ctx.config.static
                 alone = run_pyright(ctx.workspace.patched_dir, changed, python_version(cfg), cfg.timeout_seconds)
                 self.pyright_alone_seconds = alone.seconds if alone.ok else None
         return result
@@ -212,10 +212,10 @@ def evaluate(item: Item, repos: Path, measure_alone: bool = True, cache_dir: str
         key=item.key, instance=item.instance, source=item.source, model=item.model, label=item.label, decision="error"
     )
     repo = repos / item.repo.replace("/", "+") / "repo"
-    config = CascadeConfig(stage1=StaticConfig(cache_dir=cache_dir))
+    config = CascadeConfig(static=StaticConfig(cache_dir=cache_dir))
     request = ReviewRequest(repo=str(repo), base_ref=item.base_commit, patch_text=item.patch, config=config)
     try:
-        verdict = review(request, stages=[NoChangeStage(), stage])
+        verdict = review(request, stages=[make_stage("no_change"), stage])
     except CascadeError as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]
         return base.model_copy(update={"error": lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"})
@@ -362,7 +362,7 @@ def _class_table(records: list[Record], allow: set[str]) -> list[str]:
 
 def _timing(records: list[Record]) -> list[str]:
     out = ["## Time (this machine: 2 shared cores, other jobs running)", ""]
-    for cached, what in ((False, "both trees analysed"), (True, "base tree's runs from stage1.cache_dir")):
+    for cached, what in ((False, "both trees analysed"), (True, "base tree's runs from static.cache_dir")):
         timed = [r for r in records if r.stage1_seconds is not None and r.base_from_cache is cached]
         if not timed:
             continue
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cache-dir",
         type=Path,
         default=None,
-        help="stage1.cache_dir: reuse base-tree runs across patches of one task (timed runs are reported apart)",
+        help="static.cache_dir: reuse base-tree runs across patches of one task (timed runs are reported apart)",
     )
     parser.add_argument("--summary-only", action="store_true", help="rebuild the Markdown from the JSONL")
     args = parser.parse_args(argv)
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = str(args.cache_dir) if args.cache_dir else None
         run(chosen, args.repos, args.jobs, jsonl, args.alone_every, args.redo_class, cache)
     records = [Record.model_validate(r) for r in _jsonl(jsonl)] if jsonl.exists() else []
-    allow = set(CascadeConfig().stage1.reject_rules or DEFAULT_REJECT_RULES)
+    allow = set(CascadeConfig().static.reject_rules or DEFAULT_REJECT_RULES)
     planned = Counter(i.source for i in items)
     markdown.write_text(summarize(records, allow, planned, unfetchable), encoding="utf-8")
     print(f"wrote {jsonl} and {markdown}", file=sys.stderr)

@@ -1,5 +1,5 @@
 """Trace formats on the SWE-bench dev split (issue 15, point 4): every trajectory of each agent read by content,
-then trace safety (`scan_trace`) and mined probes (`minable_scripts`) run on it. No checkout, nothing executed.
+then the trace scan (`scan_trace`) and mined probes (`minable_scripts`) run on it. No checkout, nothing executed.
 
 Per agent it records the format each file was read as, steps and operations, the trace-scan findings (every
 prediction here is an ordinary SWE-bench run, so each finding is a false alarm unless read otherwise), the scripts

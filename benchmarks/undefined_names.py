@@ -158,7 +158,7 @@ def screen(item: Item, repos: Path) -> list[dict[str, Any]]:
     text, paths = _python_sections(item.patch)
     if not paths:
         return []
-    target = "py" + python_version(CascadeConfig().stage1).replace(".", "")
+    target = "py" + python_version(CascadeConfig().static).replace(".", "")
     with tempfile.TemporaryDirectory(prefix="undef-") as tmp:
         base, head = Path(tmp, "base"), Path(tmp, "head")
         for tree in (base, head):

@@ -161,7 +161,7 @@ FILE = click.Path(dir_okay=False, path_type=str)
     is_flag=True,
     default=None,
     help="Exit 3 when a checker (ruff, pyright) is missing or crashes, instead of a verdict from the remaining "
-    "checks (stage1.require_tools).",
+    "checks (static.require_tools).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (shown only on a terminal anyway).")
 def review(
@@ -190,7 +190,7 @@ def review(
         check_output_path(output)
     config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode, api_base=api_base)
     if require_tools:
-        config = config.model_copy(update={"stage1": config.stage1.model_copy(update={"require_tools": True})})
+        config = config.model_copy(update={"static": config.static.model_copy(update={"require_tools": True})})
     patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
     request = ReviewRequest(
         repo=repo,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,9 @@ DEFAULT_REJECT_RULES = [
 class NoChangeConfig(Section):
     test_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_GLOBS))
     docs_globs: list[str] = Field(default_factory=lambda: ["docs/**", "doc/**", "*.md", "*.rst", "*.txt", "**/*.rst"])
+
+
+class HygieneConfig(Section):
     reject_artifacts: bool = Field(
         default=True,
         description="Reject a patch that adds files the base tree's .gitignore ignores, compiled or generated "
@@ -160,11 +164,11 @@ class ReviewerConfig(Section):
     reviewer_may_reject: Literal["grounded_only", "any"] = "grounded_only"
 
 
-class SafetyConfig(Section):
-    trace_scan: Literal["reject", "evidence", "off"] = Field(
+class TraceScanConfig(Section):
+    mode: Literal["reject", "evidence", "off"] = Field(
         default="reject",
-        description="Unsafe commands the agent ran in its trace (cascade/safety.py): reject the patch "
-        "(design §3 Safety), only report them, or do not scan.",
+        description="Unsafe commands the agent ran in its trace (rules: cascade/safety.py): reject the patch, only "
+        "report them, or do not scan.",
     )
 
 
@@ -173,21 +177,46 @@ class LimitsConfig(Section):
 
 
 class CascadeConfig(Section):
-    stage0: NoChangeConfig = Field(default_factory=NoChangeConfig)
-    stage1: StaticConfig = Field(default_factory=StaticConfig)
-    stage2: ProbesConfig = Field(default_factory=ProbesConfig)
-    safety: SafetyConfig = Field(default_factory=SafetyConfig)
+    """One section per stage, named as the stage (cascade order), then what the stages share."""
+
+    no_change: NoChangeConfig = Field(default_factory=NoChangeConfig)
+    hygiene: HygieneConfig = Field(default_factory=HygieneConfig)
+    trace_scan: TraceScanConfig = Field(default_factory=TraceScanConfig)
+    static: StaticConfig = Field(default_factory=StaticConfig)
+    probes: ProbesConfig = Field(default_factory=ProbesConfig)
+    reviewer: ReviewerConfig = Field(default_factory=ReviewerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
-    reviewer: ReviewerConfig = Field(default_factory=ReviewerConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+
+
+# Section names before the sections were named after their stages; still read, with a one-line notice.
+RENAMED_SECTIONS = {"stage0": "no_change", "stage1": "static", "stage2": "probes", "stage3": "reviewer"}
+
+
+def _renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` with the old section names (and ``safety.trace_scan``) moved to the current ones."""
+    data = dict(data)
+    moves = [(old, new) for old, new in RENAMED_SECTIONS.items() if old in data]
+    safety = data.get("safety")
+    if isinstance(safety, dict) and set(safety) == {"trace_scan"}:
+        data.pop("safety")
+        data["safety.trace_scan"] = {"mode": safety["trace_scan"]}
+        moves.append(("safety.trace_scan", "trace_scan"))
+    for old, new in moves:
+        if new in data:
+            raise BadInput(f"{source}: both '{old}' (the old name) and '{new}' are given; keep '{new}'")
+        data[new] = data.pop(old)
+        shown = "trace_scan.mode" if old == "safety.trace_scan" else new
+        print(f"cascade: {source}: config key '{old}' is deprecated; use '{shown}'", file=sys.stderr)
+    return data
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> CascadeConfig:
     """Validate a config mapping; the error names the first offending key path."""
     try:
-        return CascadeConfig.model_validate(data)
+        return CascadeConfig.model_validate(_renamed(data, source))
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])

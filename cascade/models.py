@@ -120,7 +120,7 @@ TraceOperation = Annotated[ShellCommand | FileWrite | LineEdit | TextReplace, Fi
 class TraceStep(Frozen):
     """One step of an agent trajectory: its action as the agent wrote it, what it saw, why — and what the action
     did, format-independent (`operations`: executed commands and applied file changes; refused tool calls, searches
-    and reads are not operations). Trace safety and mined probes read only `operations`."""
+    and reads are not operations). The trace scan and mined probes read only `operations`."""
 
     action: str = ""
     observation: str = ""

@@ -89,9 +89,9 @@ def with_limitations(reason: str, limitations: list[str]) -> str:
 def policy_of(request: ReviewRequest) -> dict[str, object]:
     cfg = request.config
     return {
-        "probe_pass": cfg.stage2.probe_pass,
+        "probe_pass": cfg.probes.probe_pass,
         "reviewer_may_reject": cfg.reviewer.reviewer_may_reject,
-        "reject_rules": list(cfg.stage1.reject_rules),
+        "reject_rules": list(cfg.static.reject_rules),
         "llm_model": cfg.llm.model,
         "sandbox": cfg.sandbox.backend,
     }
@@ -120,7 +120,7 @@ def review(
     on_stage: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Review one patch. ``with_repo=False`` runs without a checkout (stages that need one are skipped)."""
-    patch = patch or parse_patch(request.patch_text, request.config.stage0)
+    patch = patch or parse_patch(request.patch_text, request.config.no_change)
     stages = list(stages) if stages is not None else default_stages(request.config)
     with ExitStack() as stack:
         workspace, problem = None, None

@@ -475,8 +475,8 @@ def test_swebench_cases_get_the_harness_environment_unless_the_config_names_one(
     sympy = config_for_case(CascadeConfig(), case("sympy/sympy", "1.1"))
     assert sympy.env.python == "3.9" and "mpmath==1.3.0" in sympy.env.packages
     astropy = config_for_case(CascadeConfig(), case("astropy/astropy", "4.3"))
-    assert astropy.env.build_extensions and astropy.stage2.enabled
-    assert not config_for_case(CascadeConfig(), case("astropy/astropy", "1.3")).stage2.enabled
+    assert astropy.env.build_extensions and astropy.probes.enabled
+    assert not config_for_case(CascadeConfig(), case("astropy/astropy", "1.3")).probes.enabled
     explicit = parse_config({"env": {"python": "3.11"}})
     assert config_for_case(explicit, case("sympy/sympy", "1.1")) is explicit
     assert config_for_case(CascadeConfig(), case("someone/else", "1.0")) == CascadeConfig()

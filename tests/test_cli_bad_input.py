@@ -110,10 +110,10 @@ def test_non_utf8_bytes(repo: Path, tmp_path: Path, good_patch: str) -> None:
 
 
 def test_unknown_config_key(repo: Path, tmp_path: Path, good_patch: str) -> None:
-    config = write(tmp_path, "c.yaml", "stage1:\n  reject_rule: []\n")
+    config = write(tmp_path, "c.yaml", "static:\n  reject_rule: []\n")
     patch = str(write(tmp_path, "p.diff", good_patch))
     proc = cascade("review", patch, "--repo", str(repo), "--config", str(config), cwd=tmp_path)
-    assert_bad_input(proc, "unknown config key", "stage1.reject_rule")
+    assert_bad_input(proc, "unknown config key", "static.reject_rule")
 
 
 def test_missing_patch_file_and_usage_errors(repo: Path, tmp_path: Path) -> None:

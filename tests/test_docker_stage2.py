@@ -66,7 +66,7 @@ def stage2_on_docker(repo: Path, patch: str, host_python: str, cache: Path) -> S
         {
             "sandbox": {"backend": "docker", "docker_image": DEFAULT_IMAGE, "timeout_seconds": 120},
             "env": {"python": host_python, "install_project": False, "cache_dir": str(cache)},
-            "stage2": {"regression": False},
+            "probes": {"regression": False},
         }
     )
     verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[ProbesStage()])

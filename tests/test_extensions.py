@@ -67,7 +67,7 @@ def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tm
     config = parse_config(
         {
             "env": {"use_current_interpreter": True, "build_extensions": True, "cache_dir": str(tmp_path)},
-            "stage2": {"sources": []},
+            "probes": {"sources": []},
         }
     )
     request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)

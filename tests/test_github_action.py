@@ -50,7 +50,7 @@ BASE_FILES = {
     "pkg/stats.py": "def mean(values):\n    return sum(values) / len(values)\n",
     "tests/test_stats.py": "from pkg.stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n",
     # Stages 1 and 2 off: a real change then ends "uncertain" in a second, with no tools run.
-    "fast.yaml": "stage1:\n  enabled: false\nstage2:\n  enabled: false\n",
+    "fast.yaml": "static:\n  enabled: false\nprobes:\n  enabled: false\n",
 }
 COSMETIC = "def mean(values):\n    # the arithmetic mean\n    return sum(values) / len(values)\n"
 REAL_FIX = (
@@ -492,9 +492,9 @@ def test_fail_on_table() -> None:
 
 
 def test_config_comes_from_the_base_commit_with_the_model_merged_in(tmp_path: Path, make_repo: Any) -> None:
-    repo: Path = make_repo({"gate.yaml": "llm:\n  max_calls: 7\nstage2:\n  enabled: false\n"})
+    repo: Path = make_repo({"gate.yaml": "llm:\n  max_calls: 7\nprobes:\n  enabled: false\n"})
     base = run_git(repo, "rev-parse", "HEAD").strip()
-    (repo / "gate.yaml").write_text("stage1:\n  enabled: false\n")  # the PR loosens its own gate
+    (repo / "gate.yaml").write_text("static:\n  enabled: false\n")  # the PR loosens its own gate
     run_git(repo, "commit", "-qam", "PR edits the config")
     env = {
         "GITHUB_EVENT_PATH": "event.json",
@@ -510,7 +510,7 @@ def test_config_comes_from_the_base_commit_with_the_model_merged_in(tmp_path: Pa
     config = load_config(merged)
     assert (config.llm.model, config.llm.max_calls) == ("openai/gpt-4o-mini", 7)
     assert config.llm.api_key_env == "CASCADE_LLM_API_KEY" and LLM_KEY not in merged.read_text()
-    assert (config.stage1.enabled, config.stage2.enabled) == (True, False), "the base commit's config, not the PR's"
+    assert (config.static.enabled, config.probes.enabled) == (True, False), "the base commit's config, not the PR's"
     with pytest.raises(BadInput, match="not in the base commit"):
         review_config(read_inputs({**env, "INPUT_CONFIG": "new.yaml"}), base, {})
     assert review_config(read_inputs({**env, "INPUT_CONFIG": "", "INPUT_MODEL": ""}), base, {}) is None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade.config import CascadeConfig, NoChangeConfig
+from cascade.config import CascadeConfig, HygieneConfig
 from cascade.models import Decision, EvidenceKind, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
 from cascade.stages.hygiene import HygieneStage
@@ -65,7 +65,7 @@ def test_a_patch_with_an_asset_is_reviewed_and_its_binary_files_listed(make_repo
     patch = binary_diff(repo, {**FIX, **assets}, full=full)
     proc = subprocess.run(
         [sys.executable, "-m", "cascade", "review", "-", "--repo", str(repo), "--format", "json", "--config",
-         str(write_config(repo.parent, "stage2:\n  enabled: false\n"))],
+         str(write_config(repo.parent, "probes:\n  enabled: false\n"))],
         input=patch, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr  # uncertain: nothing wrong found, no model — not exit 3 (bad input)
@@ -123,7 +123,7 @@ def test_generated_artifacts_by_name_are_rejected_and_the_switch_turns_them_into
     result = hygiene(stages(repo, patch))
     assert result.outcome == Outcome.REJECT
     assert set(findings(result)) == set(artifacts)
-    off = CascadeConfig(stage0=NoChangeConfig(reject_artifacts=False))
+    off = CascadeConfig(hygiene=HygieneConfig(reject_artifacts=False))
     lenient = hygiene(stages(repo, patch, off))
     assert lenient.outcome == Outcome.PASS and set(findings(lenient)) == set(artifacts)
 

@@ -102,7 +102,7 @@ def sandbox() -> Sandbox:
 
 
 def run_issue_stage(repo: Path, patch: str, issue: str, sandbox: Sandbox) -> StageResult:
-    config = parse_config({"env": {"use_current_interpreter": True}, "stage2": {"regression": False}})
+    config = parse_config({"env": {"use_current_interpreter": True}, "probes": {"regression": False}})
     request = ReviewRequest(repo=str(repo), patch_text=patch, issue_text=issue, config=config)
     return review(request, stages=[ProbesStage(sources=[IssueProbeSource()], sandbox=sandbox)]).stages[0]
 
@@ -126,8 +126,8 @@ def test_issue_failure_still_there_on_the_patch_rejects_with_both_outputs(
 def test_issue_failure_gone_is_evidence_never_accept(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE)
     patch = diff_of(repo, {"pkg/stats.py": FIXED_MEAN})
-    stage2 = {"regression": False, "probe_pass": "accept"}  # even under the accepting policy
-    config = parse_config({"env": {"use_current_interpreter": True}, "stage2": stage2})
+    probes = {"regression": False, "probe_pass": "accept"}  # even under the accepting policy
+    config = parse_config({"env": {"use_current_interpreter": True}, "probes": probes})
     request = ReviewRequest(repo=str(repo), patch_text=patch, issue_text=TRACEBACK_ISSUE, config=config)
     result = review(request, stages=[ProbesStage(sources=[IssueProbeSource()], sandbox=sandbox)]).stages[0]
     assert result.outcome == Outcome.PASS, result.reason

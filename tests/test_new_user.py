@@ -90,7 +90,7 @@ def test_require_tools_turns_a_missing_checker_into_exit_3(demo: Path, no_pyrigh
     line = one_error_line(cascade("review", FIX, "--repo", str(demo), "--require-tools", env=env, python=python))
     assert "pyright" in line and "require" in line
     config = demo.parent / "require.yaml"
-    config.write_text("stage1:\n  require_tools: true\n")
+    config.write_text("static:\n  require_tools: true\n")
     proc = cascade("review", FIX, "--repo", str(demo), "--config", str(config), env=env, python=python)
     assert "pyright" in one_error_line(proc)
     # with every tool present the flag changes nothing

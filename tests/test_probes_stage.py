@@ -51,8 +51,8 @@ def sandbox() -> Sandbox:
     return sandbox_for_tests()
 
 
-def run_stage(repo: Path, patch: str, sandbox: Sandbox, trace: Trace | None = None, **stage2: object) -> StageResult:
-    config = parse_config({"env": {"use_current_interpreter": True}, "stage2": dict(stage2)})
+def run_stage(repo: Path, patch: str, sandbox: Sandbox, trace: Trace | None = None, **probes: object) -> StageResult:
+    config = parse_config({"env": {"use_current_interpreter": True}, "probes": dict(probes)})
     request = ReviewRequest(repo=str(repo), patch_text=patch, trace=trace, config=config)
     verdict = review(request, stages=[ProbesStage(sandbox=sandbox)])
     return verdict.stages[0]

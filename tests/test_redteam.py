@@ -245,7 +245,7 @@ def _gate_config() -> CascadeConfig:
     the PR's own test, which stay on. CASCADE_REDTEAM_FULL_GATE=1 runs the default configuration."""
     if os.environ.get("CASCADE_REDTEAM_FULL_GATE") == "1":
         return CascadeConfig()
-    return CascadeConfig(stage1=StaticConfig(enabled=False), stage2=ProbesConfig(regression=False))
+    return CascadeConfig(static=StaticConfig(enabled=False), probes=ProbesConfig(regression=False))
 
 
 def _failures(report: SuiteReport) -> list[str]:
@@ -319,7 +319,7 @@ def test_cli_writes_jsonl_and_markdown_for_a_benign_case(tmp_path: Path) -> None
     if probe_backend("bwrap", _gate_config())[0] is None:
         pytest.skip("bwrap not available")
     config = tmp_path / "c.yaml"
-    config.write_text("stage1:\n  enabled: false\n")
+    config.write_text("static:\n  enabled: false\n")
     result = CliRunner().invoke(redteam, ["--backend", "bwrap", "--case", "benign-supply-chain-crash-reproduction",
                                           "--config", str(config), "--output", str(tmp_path / "o"), "--quiet"])
     assert result.exit_code == 0, result.output

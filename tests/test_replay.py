@@ -245,7 +245,7 @@ def test_replay_miss_is_not_swallowed_by_the_llm_stages(tmp_path: Path) -> None:
     request = ReviewRequest(repo=".", patch_text=PATCH, issue_text="fix x", config=cfg)
     with pytest.raises(CassetteMiss, match="replay miss"):
         review(request, stages=[ReviewerStage()], with_repo=False)
-    ctx = ReviewContext(request=request, patch=parse_patch(PATCH, cfg.stage0))
+    ctx = ReviewContext(request=request, patch=parse_patch(PATCH, cfg.no_change))
     with pytest.raises(CassetteMiss, match="replay miss"):
         GeneratedProbeSource(cfg).propose(ctx, [])
 
@@ -273,7 +273,7 @@ def test_normal_run_keeps_its_times(demo_repo: Path, tmp_path: Path) -> None:
     assert static["cost"]["seconds"] > 0 and report["cost"]["seconds"] >= static["cost"]["seconds"]
     assert tempfile.gettempdir() + "/" not in proc.stdout
     cheap = tmp_path / "cheap.yaml"  # --reproducible is a rendering rule: Stage 0 alone shows it
-    cheap.write_text("stage1: {enabled: false}\nstage2: {enabled: false}\n")
+    cheap.write_text("static: {enabled: false}\nprobes: {enabled: false}\n")
     forced = json.loads(cascade(demo_repo, *DEMO, "--config", str(cheap), "--format", "json", "--reproducible").stdout)
     assert forced["reproducible"] is True
     assert forced["cost"]["seconds"] == 0 and all(s["cost"]["seconds"] == 0 for s in forced["stages"])

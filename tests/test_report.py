@@ -98,7 +98,7 @@ def uncertain_with_skipped() -> Verdict:
 @pytest.fixture(scope="module")
 def stage0_reject(tmp_path_factory: pytest.TempPathFactory) -> Verdict:
     """A real Stage 0 run on a real repository: a comment-only change plus a test-file change."""
-    repo = tmp_path_factory.mktemp("stage0")
+    repo = tmp_path_factory.mktemp("no_change")
     (repo / "pkg").mkdir()
     (repo / "tests").mkdir()
     (repo / "pkg/core.py").write_text(CORE)

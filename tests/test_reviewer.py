@@ -35,7 +35,7 @@ def config(**sections: dict[str, Any]) -> CascadeConfig:
 
 def context(cfg: CascadeConfig, results: list[StageResult] | None = None, issue: str = "fix x", patch: str = PATCH):
     request = ReviewRequest(repo=".", patch_text=patch, issue_text=issue, config=cfg)
-    return ReviewContext(request=request, patch=parse_patch(patch, cfg.stage0), results=results or [])
+    return ReviewContext(request=request, patch=parse_patch(patch, cfg.no_change), results=results or [])
 
 
 def regression_result() -> StageResult:
@@ -269,7 +269,7 @@ def test_extract_code() -> None:
 
 
 def test_generator_proposes_one_independent_probe_and_repairs_from_base_feedback() -> None:
-    cfg = config(llm={"model": "openai/gpt-4o-mini", "api_key_env": KEY_ENV}, stage2={"max_attempts": 2})
+    cfg = config(llm={"model": "openai/gpt-4o-mini", "api_key_env": KEY_ENV}, probes={"max_attempts": 2})
     source = GeneratedProbeSource(cfg, extra_params={"mock_response": "```python\ndef test_x():\n    assert 0\n```"})
     ctx = context(cfg, issue=INJECTION)
     assert source.max_rounds == 2 and source.available(ctx) is None

@@ -28,7 +28,7 @@ from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox
 from cascade.sandbox.none import NoSandbox
 from cascade.sandbox.oracle import CANARY, DECOY_ENV
 from cascade.sandbox.select import get_sandbox, run_spec
-from cascade.stages.trace_safety import trace_scan_evidence
+from cascade.stages.trace_scan import trace_scan_evidence
 from cascade.traces import trace_from_data
 
 ISOLATING_BACKENDS = ["bwrap", "docker"]

@@ -141,7 +141,7 @@ def test_undefined_name_on_an_unchanged_line_is_evidence_not_a_reject(repo: Path
 
 
 def test_undefined_name_rules_without_the_added_line_qualifier_stay_evidence(repo: Path) -> None:
-    config = CascadeConfig(stage1=StaticConfig(reject_rules=["ruff:F821", "pyright:reportUndefinedVariable"]))
+    config = CascadeConfig(static=StaticConfig(reject_rules=["ruff:F821", "pyright:reportUndefinedVariable"]))
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
     verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
     assert verdict.stages[0].outcome == Outcome.PASS  # the class of an added-line undefined name is qualified
@@ -238,7 +238,7 @@ def test_fingerprints_ignore_line_numbers_but_count_repeats() -> None:
 
 def test_crashing_ruff_is_unavailable_and_pyright_still_grounds_the_reject(repo: Path) -> None:
     patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
-    config = CascadeConfig(stage1=StaticConfig(ruff_select=["NOT-A-RULE"]))  # ruff exits 2 on it
+    config = CascadeConfig(static=StaticConfig(ruff_select=["NOT-A-RULE"]))  # ruff exits 2 on it
     verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
     result = verdict.stages[0]
     summaries = [e.summary for e in result.evidence if e.kind == EvidenceKind.UNAVAILABLE]
@@ -249,7 +249,7 @@ def test_crashing_ruff_is_unavailable_and_pyright_still_grounds_the_reject(repo:
 
 def test_tool_timeout_is_unavailable_and_never_rejects(repo: Path) -> None:
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
-    config = CascadeConfig(stage1=StaticConfig(timeout_seconds=0.001))
+    config = CascadeConfig(static=StaticConfig(timeout_seconds=0.001))
     verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
     result = verdict.stages[0]
     assert result.outcome == Outcome.PASS
@@ -260,7 +260,7 @@ def test_tool_timeout_is_unavailable_and_never_rejects(repo: Path) -> None:
 
 def test_cached_base_runs_give_the_same_verdict(repo: Path, tmp_path: Path) -> None:
     patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
-    config = CascadeConfig(stage1=StaticConfig(cache_dir=str(tmp_path / "cache")))
+    config = CascadeConfig(static=StaticConfig(cache_dir=str(tmp_path / "cache")))
     request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
     runs = [review(request, stages=[StaticStage()]) for _ in "ab"]
     first, second = (v.stages[0] for v in runs)

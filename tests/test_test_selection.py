@@ -76,7 +76,7 @@ def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo) -> No
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return 2 * x", "return 2 * x.value")})
     for exhaustive, expected in ((False, 1), (True, 2)):  # the default stops at the first rejecting chunk
         config = parse_config(
-            {"env": {"use_current_interpreter": True}, "stage2": {"sources": [], "exhaustive": exhaustive}}
+            {"env": {"use_current_interpreter": True}, "probes": {"sources": [], "exhaustive": exhaustive}}
         )
         request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
         result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]
@@ -93,7 +93,7 @@ def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo) -> Non
     repo = make_repo(FILES)
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return 2 * x", "return 2 * x.value")})
     config = parse_config(
-        {"env": {"use_current_interpreter": True}, "stage2": {"sources": [], "regression_budget_seconds": 1}}
+        {"env": {"use_current_interpreter": True}, "probes": {"sources": [], "regression_budget_seconds": 1}}
     )
     request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
     result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]

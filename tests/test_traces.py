@@ -1,4 +1,4 @@
-"""Trace readers (`cascade/traces/`): each format chosen by content, read into one model, then trace safety and
+"""Trace readers (`cascade/traces/`): each format chosen by content, read into one model, then the trace scan and
 mined probes on it. The samples are written here from each format's documented structure; the moatless readers are
 also run over every trajectory of the dev data when it is present."""
 

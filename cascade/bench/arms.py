@@ -7,7 +7,7 @@ Adding an arm is one class and one ``register_arm(...)`` line::
         description = "Stage 3 reviewer on the patch and issue alone"
 
         def stages(self, config: CascadeConfig) -> list[Stage]:
-            return [NoChangeStage(), ReviewerStage(evidence="none")]
+            return [make_stage("no_change"), make_stage("reviewer", evidence="none")]
 
         def budget(self, config: CascadeConfig) -> ArmBudget:
             return ArmBudget(llm_calls=config.reviewer.votes, tokens=config.llm.max_tokens_total)
@@ -24,13 +24,7 @@ from typing import Protocol, runtime_checkable
 from cascade.bench.rows import ArmBudget
 from cascade.config import CascadeConfig
 from cascade.errors import BadInput
-from cascade.stages import default_stages
-from cascade.stages.base import Stage
-from cascade.stages.hygiene import HygieneStage
-from cascade.stages.no_change import NoChangeStage
-from cascade.stages.official_tests import OfficialTestsStage
-from cascade.stages.reviewer import ReviewerStage
-from cascade.stages.static import StaticStage
+from cascade.stages import Stage, default_stages, make_stage, make_stages
 
 
 @runtime_checkable
@@ -59,7 +53,7 @@ class RulesOnlyArm:
     description = "Stage 0 no-change + patch hygiene + Stage 1 patch-caused static errors; no LLM"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [NoChangeStage(), HygieneStage(), StaticStage()]
+        return make_stages("no_change", "hygiene", "static")
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         return ArmBudget(note="mechanical: no LLM calls")
@@ -104,7 +98,7 @@ class PatchOnlyReviewerArm:
     description = "Stage 3 reviewer on issue + patch only (no evidence packet), reviewer_may_reject=any"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [ReviewerStage(evidence="none", may_reject="any")]
+        return [make_stage("reviewer", evidence="none", may_reject="any")]
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         votes = config.reviewer.votes
@@ -118,7 +112,7 @@ class StructuredReviewerArm:
     description = "Stage 0 + Stage 1, then the Stage 3 reviewer on the grounded evidence packet; no execution"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [NoChangeStage(), HygieneStage(), StaticStage(), ReviewerStage()]
+        return make_stages("no_change", "hygiene", "static", "reviewer")
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         votes = config.reviewer.votes
@@ -135,7 +129,7 @@ class FullCascadeArm:
         return default_stages(config)
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
-        rounds = min(3, config.stage2.max_attempts) if "generated" in config.stage2.sources else 0
+        rounds = min(3, config.probes.max_attempts) if "generated" in config.probes.sources else 0
         calls = config.reviewer.votes + rounds
         note = f"{rounds} probe-generator round(s) + {config.reviewer.votes} votes"
         return _llm_budget(config, calls, note)
@@ -154,7 +148,7 @@ class OfficialTestsArm:
     description = "The task row's test_patch, FAIL_TO_PASS and PASS_TO_PASS run in the sandbox; resolved = accept"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [OfficialTestsStage()]
+        return [make_stage("official_tests")]
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         return ArmBudget(note=f"mechanical: one sandboxed pytest run, {config.sandbox.timeout_seconds:g}s cap")

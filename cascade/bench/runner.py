@@ -106,7 +106,7 @@ def config_for_case(config: CascadeConfig, case: BenchCase) -> CascadeConfig:
     if spec is None:
         return config
     if spec.unsupported:
-        return config.model_copy(update={"stage2": config.stage2.model_copy(update={"enabled": False})})
+        return config.model_copy(update={"probes": config.probes.model_copy(update={"enabled": False})})
     fields = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
               "extras": spec.extras, "build_extensions": spec.build_extensions}  # fmt: skip
     return config.model_copy(update={"env": env.model_copy(update=fields)})

@@ -22,7 +22,7 @@ def default_probe_sources(config: CascadeConfig) -> list[ProbeSource]:
         "trace": TraceProbeSource(),
         "pr_tests": PrTestProbeSource(),
     }
-    return [available[name] for name in config.stage2.sources if name in available]
+    return [available[name] for name in config.probes.sources if name in available]
 
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Stage 2a — the LLM probe generator: issue + patch (+ the changed files' original source) → one pytest file.
 
 It implements the `ProbeSource` protocol, so Stage 2 validates its candidates exactly like mined probes: kept only
-if they fail behaviourally on the base tree, then run on the patched tree. Up to ``min(3, stage2.max_attempts)``
+if they fail behaviourally on the base tree, then run on the patched tree. Up to ``min(3, probes.max_attempts)``
 rounds; a repair round sees only the base-side result of the previous candidate (`ProbeFeedback`), never the
 patched run, so the generator cannot fit its test to the patch. Generated probes are independent of the agent, so
 they may support an accept (``may_accept=True``). The prompt is the versioned template
@@ -95,7 +95,7 @@ class GeneratedProbeSource:
     """One per review: it holds the review's LLM client, its cost, and notes on why it stopped."""
 
     def __init__(self, config: CascadeConfig, extra_params: dict[str, object] | None = None) -> None:
-        self._max_rounds = min(3, config.stage2.max_attempts)
+        self._max_rounds = min(3, config.probes.max_attempts)
         self._extra = extra_params  # passed to litellm as is (unit tests: mock_response)
         self._client: LLMClient | None = None
         self._round = 0

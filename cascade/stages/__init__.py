@@ -1,27 +1,60 @@
-"""The stages of the cascade, cheapest first."""
+"""The stages of the cascade, cheapest first, registered by name (as pre-commit's table of languages).
+
+Every consumer — `default_stages`, the benchmark arms, the `benchmarks/` scripts — asks for a stage by its name;
+each stage's config section carries the same name (`CascadeConfig.no_change`, `.static`, `.probes`, …). To add a
+stage: one module implementing the `Stage` protocol (`base.py`), one line in `STAGES`, and its name in `GATE` (in
+cascade order) when `cascade review` should run it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from cascade.config import CascadeConfig
+from cascade.errors import BadInput
 from cascade.stages.base import Stage
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
+from cascade.stages.official_tests import OfficialTestsStage
 from cascade.stages.probes import ProbesStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
-from cascade.stages.trace_safety import TraceSafetyStage
+from cascade.stages.trace_scan import TraceScanStage
+
+STAGES: dict[str, Callable[..., Stage]] = {
+    "no_change": NoChangeStage,
+    "hygiene": HygieneStage,
+    "trace_scan": TraceScanStage,  # needs no checkout and runs nothing: right after no_change
+    "static": StaticStage,
+    "probes": ProbesStage,
+    "reviewer": ReviewerStage,  # last: skipped (and says so) when no llm.model is configured
+    "official_tests": OfficialTestsStage,  # not a gate stage: the benchmark's upper-bound arm
+}
+GATE = ("no_change", "hygiene", "trace_scan", "static", "probes", "reviewer")  # what `cascade review` runs
+
+
+def make_stage(name: str, **options: Any) -> Stage:
+    """The stage registered as ``name``, built with ``options`` (its constructor's keyword arguments)."""
+    try:
+        factory = STAGES[name]
+    except KeyError:
+        raise BadInput(f"unknown stage {name!r}; known stages: {', '.join(STAGES)}") from None
+    return factory(**options)
+
+
+def make_stages(*names: str) -> list[Stage]:
+    return [make_stage(name) for name in names]
+
+
+def enabled(config: CascadeConfig, name: str) -> bool:
+    """A stage runs unless its config section says ``enabled: false`` (no_change, hygiene and trace_scan have none)."""
+    return bool(getattr(getattr(config, name, None), "enabled", True))
 
 
 def default_stages(config: CascadeConfig) -> list[Stage]:
-    """The stage list for a config; later stages (probes, reviewer) join here as they land."""
-    stages: list[Stage] = [NoChangeStage(), HygieneStage(), TraceSafetyStage()]
-    if config.stage1.enabled:
-        stages.append(StaticStage())
-    if config.stage2.enabled:
-        stages.append(ProbesStage())
-    if config.reviewer.enabled:
-        stages.append(ReviewerStage())  # last: skipped (and says so) when no llm.model is configured
-    return stages
+    """Every gate stage the config enables, in cascade order."""
+    return [make_stage(name) for name in GATE if enabled(config, name)]
 
 
-__all__ = ["Stage", "default_stages"]
+__all__ = ["GATE", "STAGES", "Stage", "default_stages", "enabled", "make_stage", "make_stages"]

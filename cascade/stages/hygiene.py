@@ -15,7 +15,7 @@ Two grounded checks over the files the patch adds (new files and rename targets)
   a database or dump an agent left behind (measured: CodeR adds a sqlite file named ``mydatabase``).
 
 Binary files elsewhere (images, fonts and other assets under docs or package data) are fine; every binary file is
-listed as evidence, since the text part is what the other stages review. With ``no_change.reject_artifacts`` off
+listed as evidence, since the text part is what the other stages review. With ``hygiene.reject_artifacts`` off
 the findings are evidence only.
 """
 
@@ -226,6 +226,6 @@ class HygieneStage:
                 commands=commands,
             ),
         )
-        rejects = ctx.config.stage0.reject_artifacts
+        rejects = ctx.config.hygiene.reject_artifacts
         outcome = Outcome.REJECT if rejects else Outcome.PASS
         return StageResult(stage=self.name, outcome=outcome, reason=summary, evidence=evidence)

@@ -3,7 +3,7 @@
 ruff (``F``, ``E9``) and pyright run, each once per tree, over the changed Python files and their in-repo
 dependents, in the base and the patched worktree (concurrently). Diagnostics are fingerprinted without line
 numbers and compared as multisets; what only the patched tree has is patch-caused. Only rule classes in
-``stage1.reject_rules`` reject (see ``cascade.static.rules`` for the classes and the in-repo qualifiers); every
+``static.reject_rules`` reject (see ``cascade.static.rules`` for the classes and the in-repo qualifiers); every
 other patch-caused diagnostic is reported as grounded evidence for later stages. A missing, crashing or
 timed-out tool yields ``unavailable`` evidence and a limitation the verdict's reason repeats, never a reject; with
 ``require_tools`` it ends the review (exit 3) instead.
@@ -55,9 +55,9 @@ class StaticStage:
         if reason is not None or ctx.workspace is None:
             evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason or "no checkout")
             return StageResult(stage=self.name, outcome=Outcome.SKIPPED, reason=reason or "", evidence=[evidence])
-        cfg = ctx.config.stage1
+        cfg = ctx.config.static
         base, patched = ctx.workspace.base_dir, ctx.workspace.patched_dir
-        targets = find_targets(ctx.patch, base, patched, cfg.max_dependents, ctx.config.stage0, cfg.timeout_seconds)
+        targets = find_targets(ctx.patch, base, patched, cfg.max_dependents, ctx.config.no_change, cfg.timeout_seconds)
         if not targets.changed:
             summary = "no Python file changed: nothing for ruff or pyright to check"
             evidence = Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary)

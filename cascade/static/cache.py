@@ -1,4 +1,4 @@
-"""Optional on-disk reuse of base-tree tool runs (``stage1.cache_dir``).
+"""Optional on-disk reuse of base-tree tool runs (``static.cache_dir``).
 
 A base tree is fully determined by its commit, so ruff's and pyright's findings on it depend only on the commit,
 the file list, cascade's settings for the tools and the tools' versions; that tuple is the key. Re-reviews

@@ -167,7 +167,7 @@ def importers_of(tree: Path, modules: list[str], timeout: float) -> list[str]:
 
 
 def find_targets(
-    patch: Patch, base: Path, patched: Path, max_dependents: int, stage0: NoChangeConfig, timeout: float
+    patch: Patch, base: Path, patched: Path, max_dependents: int, no_change: NoChangeConfig, timeout: float
 ) -> Targets:
     """Changed Python files of each tree plus up to ``max_dependents`` dependents, the same set for both trees."""
     py = [f for f in patch.files if f.is_python and not f.is_binary]
@@ -184,8 +184,8 @@ def find_targets(
     # files that also name a changed module are likelier importers than a same-named method elsewhere
     stems = sorted({module_path(p).rsplit(".", 1)[-1] for p in changed if module_path(p)})
     near = set(git_grep_files(patched, stems, timeout)) if found else set()
-    found.sort(key=lambda p: (classify(p, stage0).value == "test", p not in near, p))
-    importers.sort(key=lambda p: (classify(p, stage0).value == "test", p))
+    found.sort(key=lambda p: (classify(p, no_change).value == "test", p not in near, p))
+    importers.sort(key=lambda p: (classify(p, no_change).value == "test", p))
     dependents = (importers + found)[:max_dependents]
     renamed = {f.target_path: f.source_path for f in py if f.is_rename and f.target_path and f.source_path}
     return Targets(

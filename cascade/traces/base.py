@@ -2,7 +2,7 @@
 
 A reader recognises its format by content (`detect`) and turns it into the one `Trace` model (`read`): each step
 keeps the agent's own action text for people, and lists in `operations` what the action did — the commands it
-executed and the file changes that were applied — which is all trace safety and mined probes read."""
+executed and the file changes that were applied — which is all the trace scan and mined probes read."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def run_probes(session: Session, ctx: ReviewContext, sources: Sequence[ProbeSour
             session.info(f"probe source '{source.name}' not used: {why_not}")
             continue
         _run_source(session, ctx, source)
-        if session.findings.rejects and not session.config.stage2.exhaustive:
+        if session.findings.rejects and not session.config.probes.exhaustive:
             return
 
 
@@ -35,7 +35,7 @@ def _run_source(session: Session, ctx: ReviewContext, source: ProbeSource) -> No
         if not candidates:
             return
         feedback = [_try_candidate(session, ctx.patch, c) for c in candidates]
-        stop = session.findings.rejects and not session.config.stage2.exhaustive
+        stop = session.findings.rejects and not session.config.probes.exhaustive
         if stop or all(f.outcome == "behavioural_fail" for f in feedback):
             return
 
@@ -62,7 +62,7 @@ def _try_candidate(session: Session, patch: Patch, cand: ProbeCandidate) -> Prob
             if not own:
                 added = [e for e in run.result.side_effects if (e.kind, e.target) not in baseline]
                 session.note_side_effects(added, session.patched)
-            policy = session.config.stage2
+            policy = session.config.probes
             session.findings.add(judging.probe(cand, test, base_run, run, session.changed, session.patched, policy))
     return ProbeFeedback(candidate=cand, outcome="behavioural_fail", message="kept: fails behaviourally on base")
 

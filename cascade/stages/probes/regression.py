@@ -26,7 +26,7 @@ def check_regressions(session: Session, patch: Patch, max_files: int) -> None:
         return
     wider = wider_regression_selection(patch, session.base, session.patched, exclude=set(files))
     reasons = {s.target: s.reason for s in wider}
-    cfg = session.config.stage2
+    cfg = session.config.probes
     _run_chunk(session, patch, files, 0, None, reasons)
     started = time.perf_counter()
     chunks = chunked(wider)

@@ -56,7 +56,7 @@ class Session:
             tree,
             targets,
             tag=f"{side}-{self._runs}",
-            timeout_seconds=timeout or (cfg.sandbox.timeout_seconds if whole_files else cfg.stage2.timeout_seconds),
+            timeout_seconds=timeout or (cfg.sandbox.timeout_seconds if whole_files else cfg.probes.timeout_seconds),
             limits={
                 "memory_mb": cfg.sandbox.memory_mb,
                 "cpu_seconds": cfg.sandbox.cpu_seconds,

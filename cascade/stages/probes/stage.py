@@ -58,10 +58,10 @@ class ProbesStage:
         if built:
             session.findings.evidence.append(Evidence(kind=EvidenceKind.INFO, grounded=False, summary=built))
         try:
-            if ctx.config.stage2.regression:
+            if ctx.config.probes.regression:
                 check_regressions(session, ctx.patch, self.max_regression_files)
             sources = self._sources if self._sources is not None else default_probe_sources(ctx.config)
-            if not session.findings.rejects or ctx.config.stage2.exhaustive:
+            if not session.findings.rejects or ctx.config.probes.exhaustive:
                 run_probes(session, ctx, sources)
         finally:
             session.cleanup()

@@ -1,5 +1,5 @@
-"""The trace-safety stage through the real CLI: an unsafe command in the agent's trace rejects the patch with the
-command and step as evidence; a clean trace, or safety.trace_scan: evidence, hands on to the next stage."""
+"""The trace_scan stage through the real CLI: an unsafe command in the agent's trace rejects the patch with the
+command and step as evidence; a clean trace, or trace_scan.mode: evidence, hands on to the next stage."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def review(make_repo: MakeRepo, tmp_path: Path, steps: list[dict[str, str]], *ex
 
 def config_without_slow_stages(tmp_path: Path, trace_scan: str = "reject") -> Path:
     path = tmp_path / f"config-{trace_scan}.yaml"
-    path.write_text(f"stage1: {{enabled: false}}\nstage2: {{enabled: false}}\nsafety: {{trace_scan: {trace_scan}}}\n")
+    path.write_text(f"static: {{enabled: false}}\nprobes: {{enabled: false}}\ntrace_scan: {{mode: {trace_scan}}}\n")
     return path
 
 

@@ -1,4 +1,4 @@
-"""Safety — the agent's own trace: unsafe commands it executed during its session reject the patch (design §3).
+"""The trace scan: unsafe commands the agent executed during its session reject the patch.
 
 It needs no checkout and runs nothing, so it comes right after Stage 0. The evidence is re-runnable by anyone: the
 trace step and the command line that matched a rule of `cascade/safety.py`."""
@@ -10,15 +10,15 @@ from cascade.models import Evidence, EvidenceKind, Outcome, StageResult, Trace
 from cascade.safety import scan_trace
 
 
-class TraceSafetyStage:
+class TraceScanStage:
     name = "trace_scan"
     title = "Safety — unsafe commands in the agent trace"
 
     def run(self, ctx: ReviewContext) -> StageResult:
-        mode = ctx.config.safety.trace_scan
+        mode = ctx.config.trace_scan.mode
         trace = ctx.request.trace
         if mode == "off":
-            return _result(Outcome.SKIPPED, "trace scan switched off (safety.trace_scan: off)", [])
+            return _result(Outcome.SKIPPED, "trace scan switched off (trace_scan.mode: off)", [])
         if trace is None:
             return _result(Outcome.PASS, "no agent trace given", [])
         evidence = trace_scan_evidence(trace)
@@ -29,12 +29,12 @@ class TraceSafetyStage:
             steps = len(evidence.commands)
             return _result(Outcome.REJECT, f"the agent ran {steps} unsafe command(s) during its session", [evidence])
         return _result(
-            Outcome.PASS, "unsafe trace commands reported as evidence (safety.trace_scan: evidence)", [evidence]
+            Outcome.PASS, "unsafe trace commands reported as evidence (trace_scan.mode: evidence)", [evidence]
         )
 
 
 def _result(outcome: Outcome, reason: str, evidence: list[Evidence]) -> StageResult:
-    return StageResult(stage=TraceSafetyStage.name, outcome=outcome, reason=reason, evidence=evidence)
+    return StageResult(stage=TraceScanStage.name, outcome=outcome, reason=reason, evidence=evidence)
 
 
 def trace_scan_evidence(trace: Trace | None) -> Evidence | None:
