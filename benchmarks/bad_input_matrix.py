@@ -92,8 +92,12 @@ def make_partial_repo(path: Path) -> Path:
 
 
 def venv_without_tools(path: Path) -> str:
-    """A venv that sees cascade's packages but whose scripts directory holds no pyright."""
+    """A venv that sees cascade's packages but whose scripts directory holds ruff and no pyright (as on main before
+    issue 13, where ruff ran as ``python -m ruff`` and pyright came from PATH)."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True)
+    ruff = shutil.which("ruff", path=sysconfig.get_path("scripts"))
+    if ruff:
+        (path / "bin" / "ruff").symlink_to(ruff)
     return str(path / "bin" / "python")
 
 

@@ -9,6 +9,7 @@ import os
 import pty
 import select
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -62,7 +63,8 @@ def no_pyright(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str,
     ruff = find_tool("ruff")
     assert ruff is not None
     (venv / "bin" / "ruff").symlink_to(ruff)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": sysconfig.get_path("purelib")}
+    packages = dict.fromkeys([*site.getsitepackages(), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(packages)}
     return str(venv / "bin" / "python"), env
 
 
