@@ -193,8 +193,21 @@ def run(case: Case, tmp: Path, patch: bytes | None, label: str) -> tuple[str, in
     out = (proc.stderr + proc.stdout).replace(str(tmp), "<tmp>")
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
     first = lines[0] if lines else ""
-    reason = next((ln.removeprefix("Reason:").strip() for ln in out.splitlines() if ln.startswith("Reason:")), "")
-    return label, proc.returncode, first, reason, seconds
+    return label, proc.returncode, first, reason_of(out), seconds
+
+
+def reason_of(text_report: str) -> str:
+    """The text report's Reason, with the lines it wraps onto joined."""
+    lines = text_report.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("Reason:")), None)
+    if start is None:
+        return ""
+    parts = [lines[start].removeprefix("Reason:").strip()]
+    for ln in lines[start + 1 :]:
+        if not ln.startswith(" ") or not ln.strip():
+            break
+        parts.append(ln.strip())
+    return " ".join(parts)
 
 
 def main() -> None:
@@ -219,8 +232,8 @@ def main() -> None:
                 runs.append((f"{case.name} +CRLF", with_crlf(raw)))
             for label, patch in runs:
                 name, code, first, reason, _ = run(case, tmp, patch, label)
-                cell = first.replace("|", "\\|")[:140]
-                print(f"| {name} | {code} | {cell} | {reason.replace('|', chr(92) + '|')[:140]} |", flush=True)
+                cell = first.replace("|", "\\|")[:400]
+                print(f"| {name} | {code} | {cell} | {reason.replace('|', chr(92) + '|')[:400]} |", flush=True)
 
 
 if __name__ == "__main__":

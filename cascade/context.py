@@ -24,5 +24,7 @@ class ReviewContext:
     def unavailable_reason(self) -> str | None:
         """Why stages that need a checkout cannot run, or None when they can."""
         if self.workspace is None:
-            return self.repo_problem or "repository unavailable: no checkout to analyse"
+            if self.repo_problem:  # the verdict's reason and incomplete_repo give the whole cause once
+                return "no checkout: the repository is incomplete (objects of the base commit are missing)"
+            return "repository unavailable: no checkout to analyse"
         return None

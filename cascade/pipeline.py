@@ -132,4 +132,6 @@ def review(
                 workspace, problem = None, str(exc)
         ctx = ReviewContext(request=request, patch=patch, workspace=workspace, repo_problem=problem)
         verdict = run_stages(ctx, stages, on_stage)
-        return verdict if problem is None else verdict.model_copy(update={"incomplete_repo": problem})
+        if problem is None:
+            return verdict
+        return verdict.model_copy(update={"incomplete_repo": problem, "reason": f"{problem} — {verdict.reason}"})
