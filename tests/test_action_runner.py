@@ -251,13 +251,8 @@ def test_every_stage_runs_under_the_runner(runs: dict[str, ActRun]) -> None:
     (the runner's PATH has neither pyright nor uv): no stage is skipped for a missing tool."""
     summary = runs["fork"].summary
     rows = dict(re.findall(r"^\| \d+ \| <code>(\w+)</code> \| (\w+) \|", summary, re.M))
-    assert rows == {
-        "no_change": "pass",
-        "trace_scan": "pass",
-        "static": "pass",
-        "probes": "pass",
-        "reviewer": "skipped",
-    }
+    assert rows["static"] == rows["probes"] == "pass", rows
+    assert {stage for stage, outcome in rows.items() if outcome == "skipped"} == {"reviewer"}, rows
     assert "not installed" not in summary, summary  # "pyright is not installed", "uv is not installed"
 
 

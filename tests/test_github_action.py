@@ -412,6 +412,12 @@ def test_config_comes_from_the_base_commit_with_the_model_merged_in(tmp_path: Pa
     with pytest.raises(BadInput, match="not in the base commit"):
         review_config(read_inputs({**env, "INPUT_CONFIG": "new.yaml"}), base, {})
     assert review_config(read_inputs({**env, "INPUT_CONFIG": "", "INPUT_MODEL": ""}), base, {}) is None
+    # `model: none` turns the LLM stages off even when the config names a model (it was passed on as a model name).
+    (repo / "gate.yaml").write_text("llm:\n  model: openai/gpt-4o-mini\n")
+    run_git(repo, "commit", "-qam", "config names a model")
+    head = run_git(repo, "rev-parse", "HEAD").strip()
+    off = review_config(read_inputs({**env, "INPUT_MODEL": "none"}), head, {})
+    assert off is not None and load_config(off).llm.model is None
 
 
 def test_the_review_gets_the_llm_key_but_not_the_github_token(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,7 @@ from cascade.models import Verdict
 from cascade.workspace import git, resolve_commit
 
 LLM_KEY_ENV = "CASCADE_LLM_API_KEY"  # the variable the README tells users to pass the LLM key in
+NO_MODEL = "none"  # the `model` input's value that turns the LLM stages off
 FETCH_TIMEOUT_SECONDS = 300.0
 MAX_LINKED_ISSUES = 5
 MAX_ISSUE_CHARS = 20_000
@@ -104,6 +105,8 @@ def review_config(inputs: ActionInputs, base: str, environ: Mapping[str, str]) -
         return None
     config = CascadeConfig() if inputs.config is None else config_from_base(inputs.workspace, inputs.config, base)
     config = with_llm_overrides(config, inputs.model, None, None)
+    if inputs.model == NO_MODEL:  # action.yml: "none = no LLM stages", whatever the config names
+        config = config.model_copy(update={"llm": config.llm.model_copy(update={"model": None})})
     if keyed and not config.llm.api_key_env and not config.llm.api_base:
         config = config.model_copy(update={"llm": config.llm.model_copy(update={"api_key_env": LLM_KEY_ENV})})
     merged = inputs.out_dir / "config.yaml"
