@@ -16,24 +16,38 @@ from pydantic import BaseModel, ConfigDict, Field
 from cascade.models import ShellCommand, Trace, TraceOperation
 
 EffectKind = Literal[
-    "file_write", "file_delete", "file_create", "credential_read", "network", "subprocess", "privilege", "other"
+    "file_write",
+    "file_delete",
+    "file_create",
+    "credential_read",
+    "network",
+    "subprocess",
+    "privilege",
+    "lingering_process",
+    "resource_limit",
+    "other",
 ]
 
 
 class SideEffect(BaseModel):
-    """Something untrusted code or the agent did outside its worktree: itself evidence for a reject."""
+    """Something untrusted code or the agent did or tried beyond what it may touch (for a sandboxed run: the
+    allow-list in ``cascade/sandbox/allowlist.py``): itself evidence for a reject — or, marked benign, an allowed
+    record kept as context."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: EffectKind
     target: str
     detail: str = ""
-    source: str = Field(description="Which oracle saw it: home_diff, tmp_diff, audit_hook, docker_diff, trace_scan.")
+    source: str = Field(
+        description="Which oracle saw it: home_diff, tmp_diff, shm_diff, worktree_diff, audit_hook, supervisor, "
+        "docker_diff, docker_state, trace_scan."
+    )
     benign: bool = Field(
         default=False,
-        description="True for what a normal test run does in its private scratch space (files in the private /tmp "
-        "or ~/.cache, a plain subprocess, a loopback connect inside the sandbox's own network namespace): "
-        "recorded as context, never a reason to reject.",
+        description="True for what the allow-list permits and still records: a named entry's build or cache noise "
+        "(its name and reason in the detail), a subprocess, a loopback connect to the run's own listener. Recorded "
+        "as context, never a reason to reject.",
     )
 
 

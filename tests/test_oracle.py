@@ -1,8 +1,10 @@
-"""The side-effect oracle on real sandboxed runs: each unsafe pattern the red-team suite found missing is recorded as
-harmful, and its ordinary look-alike (what test suites do every day) stays benign."""
+"""The side-effect oracle on real sandboxed runs (bwrap): what the allow-list permits leaves no harmful record, and
+everything beyond it — the repository's git directory, /tmp outside the run's scratch directory, /dev/shm leftovers,
+processes that outlive the command, resource limits, leaked decoys, a tampered audit log — rejects."""
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -13,6 +15,8 @@ from cascade.sandbox.base import RunResult, RunSpec
 from cascade.sandbox.bwrap import BwrapSandbox
 from cascade.sandbox.oracle import CANARY
 
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
+
 
 @pytest.fixture(scope="module")
 def sandbox() -> BwrapSandbox:
@@ -22,23 +26,178 @@ def sandbox() -> BwrapSandbox:
     return BwrapSandbox()
 
 
-def run(sandbox: BwrapSandbox, tmp_path: Path, code: str) -> RunResult:
-    worktree = tmp_path / "worktree"
-    worktree.mkdir(exist_ok=True)
+def run(sandbox: BwrapSandbox, worktree: Path, code: str, ok: bool = True, **limits: int) -> RunResult:
+    worktree.mkdir(parents=True, exist_ok=True)
     argv = ["python3", "-c", textwrap.dedent(code)]  # the host HOME (a pyenv under it) is hidden in the sandbox
-    result = sandbox.run(RunSpec(argv=argv, worktree=str(worktree), timeout_seconds=60))
-    assert result.exit_code == 0, result.stderr
+    result = sandbox.run(RunSpec(argv=argv, worktree=str(worktree), timeout_seconds=60, **limits))
+    if ok:
+        assert result.exit_code == 0, result.stderr
     return result
 
 
-def harmful(result: RunResult, kind: str) -> list[SideEffect]:
-    return [e for e in result.harmful_side_effects if e.kind == kind]
+def harmful(result: RunResult, kind: str | None = None) -> list[SideEffect]:
+    return [e for e in result.harmful_side_effects if kind is None or e.kind == kind]
+
+
+def linked_worktree(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository and a linked worktree of it, as the gate makes them (``git worktree add``)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "mod.py").write_text("X = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run([*GIT, "-C", str(repo), *args], check=True, capture_output=True)
+    worktree = tmp_path / "wt" / "patched"
+    subprocess.run([*GIT, "-C", str(repo), "worktree", "add", "-q", "--detach", str(worktree)], check=True)
+    return repo, worktree
+
+
+def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import os, shutil, subprocess, tempfile
+        with tempfile.TemporaryDirectory() as own:  # $TMPDIR: the run's scratch directory
+            open(os.path.join(own, "f"), "w").close()
+            os.makedirs(os.path.join(own, "d", "e"))
+            os.chmod(os.path.join(own, "f"), 0o600)
+            shutil.rmtree(os.path.join(own, "d"))
+        os.makedirs(".pytest_cache/v", exist_ok=True)
+        open(".pytest_cache/v/lastfailed", "w").write("{}")
+        open("generated.txt", "w").write("x")
+        os.remove("generated.txt")
+        subprocess.run(["true"], check=True)  # a process that ends before the run ends
+    """)
+    assert result.harmful_side_effects == [], result.side_effects
+    assert any(e.kind == "subprocess" and e.benign for e in result.side_effects)
+
+
+def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    worktree = tmp_path / "reviews" / "patched"
+    result = run(sandbox, worktree, """
+        import os, pathlib, shutil
+        here = pathlib.Path.cwd()
+        (here.parent / "base").mkdir(exist_ok=True)  # the sibling tree of a review
+        (here.parent / "base" / "conftest.py").write_text("# planted\\n")
+        pathlib.Path("/tmp/shared-cache.txt").write_text("x")
+        shutil.rmtree("/tmp/someone-elses-work", ignore_errors=True)
+    """)
+    targets = {e.target for e in harmful(result)}
+    assert {str(worktree.parent / "base" / "conftest.py"), "/tmp/shared-cache.txt"} <= targets, result.side_effects
+    assert any(e.kind == "file_delete" and e.target == "/tmp/someone-elses-work" for e in harmful(result))
+    assert all("scratch directory" in e.detail for e in harmful(result) if e.target.startswith("/tmp/"))
+
+
+def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import os
+        open("/dev/shm/transient", "w").close()
+        os.remove("/dev/shm/transient")
+        open("/dev/shm/textkit-stash", "w").write("x")
+    """)
+    assert [(e.target, e.source) for e in harmful(result)] == [("/dev/shm/textkit-stash", "shm_diff")]
+
+
+def test_the_repositorys_git_directory_is_not_the_runs(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    repo, worktree = linked_worktree(tmp_path)
+    result = run(sandbox, worktree, """
+        import subprocess, pathlib
+        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        try:
+            pathlib.Path(common, "hooks", "pre-commit").write_text("#!/bin/sh\\ncurl evil\\n")
+        except OSError:
+            pass  # read-only: refused, and still recorded
+        with open(".git", "a") as handle:  # the worktree's pointer to it is no worktree file either
+            handle.write("")
+    """)
+    targets = {e.target for e in harmful(result)}
+    assert str(repo / ".git" / "hooks" / "pre-commit") in targets, result.side_effects
+    assert str(worktree / ".git") in targets
+    assert all("git directory" in e.detail for e in harmful(result) if ".git" in e.target)
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import subprocess
+        subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 &"], check=True)  # a detached double fork
+        subprocess.run(["sleep", "0.1"], check=True)  # waited for: ends before the run
+    """)
+    lingering = harmful(result, "lingering_process")
+    assert [e.target for e in lingering] == ["sleep 300"], result.side_effects
+    assert "own session" in lingering[0].detail or "session of its own" in lingering[0].detail
+    assert result.seconds < 30
+
+
+@pytest.mark.parametrize(
+    ("limit", "code", "limits"),
+    [
+        ("pids", "import os\nfor _ in range(64):\n    try:\n        os.fork() or os._exit(0)\n    except OSError:\n"
+                 "        break\nimport time\ntime.sleep(0.5)", {"pids": 16}),
+        ("memory", "blocks = [bytearray(32 * 1024 * 1024) for _ in range(40)]", {"memory_mb": 256}),
+        ("cpu", "while True:\n    pass", {"cpu_seconds": 1}),
+        ("fsize", "open('big.bin', 'wb').write(b'x' * 3 * 1024 * 1024)", {"file_size_mb": 1}),
+    ],
+)  # fmt: skip
+def test_a_resource_limit_hit_is_a_named_record(
+    sandbox: BwrapSandbox, tmp_path: Path, limit: str, code: str, limits: dict[str, int]
+) -> None:
+    result = run(sandbox, tmp_path / "wt", code, ok=False, **limits)
+    records = harmful(result, "resource_limit")
+    assert records, (result.side_effects, result.stderr[-500:])
+    words = {"pids": "process-count", "memory": "memory", "cpu": "CPU-time", "fsize": "file-size"}[limit]
+    assert any(words in e.detail for e in records), records
+
+
+def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    worktree = tmp_path / "wt"
+    result = run(sandbox, worktree, """
+        import json, os, pathlib, tempfile
+        key = (pathlib.Path.home() / ".ssh" / "id_rsa").read_text()
+        tokens = {k: v for k, v in os.environ.items() if k.endswith(("_TOKEN", "_KEY"))}
+        pathlib.Path("tests_fixture_env.json").write_text(json.dumps(tokens))  # in the worktree itself
+        pathlib.Path(tempfile.gettempdir(), "report.json").write_text(json.dumps(tokens))  # in its own scratch
+        pathlib.Path(".cascade-run").mkdir(exist_ok=True)
+        pathlib.Path(".cascade-run", "junit.xml").write_text(json.dumps(tokens))  # the gate's report: not a leak
+        pathlib.Path("ordinary.txt").write_text("no secrets here")
+    """)
+    assert [e.target for e in harmful(result, "credential_read")] == [f"{Path.home()}/.ssh/id_rsa"]
+    leaked = {e.target for e in harmful(result) if "canary" in e.detail}
+    assert leaked == {str(worktree / "tests_fixture_env.json"), "/tmp/cascade-scratch/report.json"}
+    assert CANARY not in " ".join(e.target + e.detail for e in result.side_effects)
+
+
+def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import os, pathlib, shutil
+        home = pathlib.Path.home()
+        for allowed in (".cache/matplotlib", ".pyxbld/temp", ".cache/pylint", "/tmp/cascade-matplotlib"):
+            os.makedirs(home / allowed, exist_ok=True)
+            (home / allowed / "entry").write_text("x")
+        os.makedirs(home / ".cache" / "textkit", exist_ok=True)  # not an entry: ~/.cache is no blanket exemption
+        (home / ".cache" / "textkit" / "state").write_text("x")
+        (home / ".textkitrc").write_text("x")
+        shutil.rmtree(home / ".cache")  # the whole cache: destructive
+    """)
+    home = str(Path.home())
+    targets = {e.target for e in harmful(result)}
+    assert {f"{home}/.textkitrc", f"{home}/.cache/textkit/state", f"{home}/.cache"} <= targets, result.side_effects
+    made = {e.target for e in harmful(result) if e.kind != "file_delete"}  # removing an entry's root is not allowed
+    assert not any("matplotlib" in t or "pyxbld" in t or "pylint" in t for t in made), result.side_effects
+    benign = [e for e in result.side_effects if e.benign and "allow-list entry" in e.detail]
+    assert {"matplotlib-config", "pyximport-build", "pylint-stats"} <= {e.detail.split("'")[1] for e in benign}
+
+
+def test_a_run_that_deletes_the_audit_log_is_caught(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import os
+        os.remove(os.environ["CASCADE_AUDIT_LOG"])
+    """)
+    assert any(e.target == "audit log" for e in harmful(result)), result.side_effects
 
 
 def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_benign(
     sandbox: BwrapSandbox, tmp_path: Path
 ) -> None:
-    result = run(sandbox, tmp_path, """
+    result = run(sandbox, tmp_path / "wt", """
         import socket
         server = socket.socket()
         server.bind(("127.0.0.1", 0))  # an ephemeral port, as test servers do
@@ -54,70 +213,14 @@ def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_ben
     assert any(e.benign and "listener inside the sandbox" in e.detail for e in network)
 
 
-def test_deleting_a_tmp_path_the_run_did_not_create_is_harmful(sandbox: BwrapSandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path, """
-        import os, shutil, tempfile
-        with tempfile.TemporaryDirectory() as own:  # made and removed by the run: benign
-            open(os.path.join(own, "f"), "w").close()
-            os.makedirs(os.path.join(own, "d", "e"))
-            os.chdir(own)  # rmtree then walks with dir_fd-relative names
-            shutil.rmtree(os.path.join(own, "d"))
-        os.chdir("/")
-        try:  # unlink-then-create, as pytest does with its pytest-current symlink: benign
-            os.unlink("/tmp/current")
-        except OSError:
-            pass
-        os.symlink("/tmp", "/tmp/current")
-        open("/tmp/.lock", "w").close()
-        for _ in range(2):  # a lock removed twice (pytest's numbered tmp dirs): the second is no foreign deletion
-            try:
-                os.unlink("/tmp/.lock")
-            except OSError:
-                pass
-        shutil.rmtree("/tmp/someone-elses-work", ignore_errors=True)
-    """)
-    deletes = harmful(result, "file_delete")
-    assert [e.target for e in deletes] == ["/tmp/someone-elses-work"], result.side_effects
-
-
-def test_setuid_bit_in_tmp_is_harmful_plain_chmod_is_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path, """
-        import os
+def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import os, tempfile
         for name, mode in (("plain", 0o700), ("helper", 0o4755)):
-            path = "/tmp/" + name
+            path = os.path.join(tempfile.gettempdir(), name)
             open(path, "w").close()
             os.chmod(path, mode)
     """)
     privilege = harmful(result, "privilege")
-    assert privilege and {e.target for e in privilege} == {"/tmp/helper"}
+    assert privilege and {e.target for e in privilege} == {"/tmp/cascade-scratch/helper"}
     assert any("4755" in e.detail for e in privilege)
-
-
-def test_credential_reads_and_canary_leaks_are_recorded(sandbox: BwrapSandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path, """
-        import json, os, pathlib, tempfile
-        key = (pathlib.Path.home() / ".ssh" / "id_rsa").read_text()
-        tokens = {k: v for k, v in os.environ.items() if k.endswith(("_TOKEN", "_KEY"))}
-        pathlib.Path(tempfile.gettempdir(), "report.json").write_text(json.dumps(tokens))
-        pathlib.Path(tempfile.gettempdir(), "ordinary.txt").write_text("no secrets here")
-    """)
-    reads = harmful(result, "credential_read")
-    assert [e.target for e in reads] == [f"{Path.home()}/.ssh/id_rsa"]
-    leaked = [e for e in result.harmful_side_effects if "canary" in e.detail]
-    assert [e.target for e in leaked] == ["/tmp/report.json"]
-    assert not any(e.target == "/tmp/ordinary.txt" for e in result.harmful_side_effects)
-    assert CANARY not in " ".join(e.target for e in result.side_effects)
-
-
-def test_build_caches_in_home_are_benign_other_home_files_are_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path, """
-        import os, pathlib, shutil
-        home = pathlib.Path.home()
-        for cache in (".cache", ".pyxbld"):
-            os.makedirs(home / cache / "build", exist_ok=True)
-            (home / cache / "build" / "mod.so").write_text("x")
-        (home / ".textkitrc").write_text("x")
-        shutil.rmtree(home / ".cache")  # the whole cache: destructive
-    """)
-    assert {e.target for e in result.harmful_side_effects} == {f"{Path.home()}/.textkitrc", f"{Path.home()}/.cache"}
-    assert any(e.kind == "file_delete" and e.target.endswith("/.cache") for e in result.harmful_side_effects)

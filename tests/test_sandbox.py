@@ -181,7 +181,7 @@ def test_worktree_writes_and_plain_subprocesses_are_not_harmful(sandbox: Sandbox
     assert (worktree / "result.txt").read_text() == "ok"
     assert (worktree / "result.txt").stat().st_uid == owner
     assert result.harmful_side_effects == []
-    assert any(e.source == "tmp_diff" and e.benign for e in result.side_effects)
+    assert not any(e.source == "tmp_diff" for e in result.side_effects)  # its own scratch directory: no record
 
 
 def test_docker_diff_records_writes_outside_the_mounts(worktree: Path) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.errors import CascadeError
+from cascade.sandbox.allowlist import MPLCONFIGDIR_IN_SANDBOX
 from cascade.tools import find_tool, tool_path_hint
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cascade" / "envs"
@@ -90,9 +91,8 @@ class Environment(BaseModel):
             "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1",
             "MPLBACKEND": "Agg",
-            # matplotlib otherwise makes ~/.config/matplotlib: a HOME write the side-effect oracle rightly flags.
-            # The run's /tmp is private scratch (thrown away after the run).
-            "MPLCONFIGDIR": "/tmp/cascade-matplotlib",
+            # matplotlib otherwise makes ~/.config/matplotlib: a HOME write. This path is a named allow-list entry.
+            "MPLCONFIGDIR": MPLCONFIGDIR_IN_SANDBOX,
             "PYTHONPATH": ":".join(self.pythonpath(tree)),
         }
         if not self.autoload_plugins:

@@ -21,12 +21,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.execution.envs import Environment
+from cascade.sandbox.allowlist import GATE_WORK_DIR
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 
 TestStatus = Literal["pass", "behavioural_fail", "setup_error", "skipped"]
 FailureClass = Literal["assertion", "crash"]
 
-WORK_DIR = ".cascade-run"  # inside the worktree: the one place a sandboxed run may write that outlives it
+WORK_DIR = GATE_WORK_DIR  # inside the worktree: the gate's report files for the run
 PLUGIN_MODULE = "cascade_junit_props"
 EXCERPT_CHARS = 2000
 

@@ -1,5 +1,6 @@
 """The `bwrap` backend (default where it works): bubblewrap with the host root read-only, the worktree the only
-writable host path, private HOME and /tmp (host directories the oracle diffs afterwards), no network, private
+writable host path, private HOME, /tmp and /dev/shm (host directories the oracle diffs afterwards), the repository's
+git directory read-only, no network, private
 pid/ipc/uts namespaces, no capabilities, a new session, and rlimits + a pids cgroup + a wall timeout around it.
 
 As root ``--cap-drop ALL`` is mandatory: measured here, without it a sandboxed root process can remount ``/``
@@ -15,7 +16,7 @@ import subprocess
 
 from cascade.sandbox.base import Isolation, RunSpec
 from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, HostSandbox
-from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs
+from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, exposed_git_dirs
 
 NAMESPACE_FLAGS = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
 HARDENING_FLAGS = ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
@@ -55,18 +56,19 @@ class BwrapSandbox(HostSandbox):
         return probe_bwrap()
 
     def private_dirs(self, spec: RunSpec) -> PrivateDirs:
-        mounts = [spec.worktree, *spec.read_only_paths, HOOK_MOUNT, AUDIT_MOUNT]
-        return PrivateDirs(spec.worktree, mounts, home_in_sandbox=host_home(), tmp_in_sandbox="/tmp")
+        mounts = [*spec.read_only_paths, *exposed_git_dirs(spec.worktree), HOOK_MOUNT, AUDIT_MOUNT]
+        return PrivateDirs(spec, mounts, home_in_sandbox=host_home(), tmp_in_sandbox="/tmp")
 
     def hook_paths(self, dirs: PrivateDirs) -> tuple[str, str]:
         return HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}"
 
     def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
         # Order matters: later mounts land on top of earlier ones (the worktree may live under /tmp or HOME).
-        mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(dirs.shm), "/dev/shm"]
         mounts += ["--bind", str(dirs.tmp), "/tmp", "--bind", str(dirs.home), dirs.home_in_sandbox]
         mounts += ["--ro-bind", str(AUDIT_HOOK_DIR), HOOK_MOUNT, "--bind", str(dirs.audit), AUDIT_MOUNT]
-        for path in spec.read_only_paths:
+        # The environment and the repository's git directory: visible, so tests and git work, but read-only.
+        for path in [*spec.read_only_paths, *exposed_git_dirs(spec.worktree)]:
             mounts += ["--ro-bind", path, path]
         mounts += ["--bind", spec.worktree, spec.worktree, "--chdir", spec.worktree]
         return ["bwrap", *mounts, *NAMESPACE_FLAGS, *HARDENING_FLAGS, "--", *spec.argv]

@@ -30,9 +30,18 @@ from docker.types import Ulimit
 
 import docker
 from cascade.errors import ToolUnavailable
+from cascade.safety import SideEffect
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
-from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, audit_env
-from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, deduplicate, docker_effects
+from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, SYSTEM_PYTHON, audit_env, supervised
+from cascade.sandbox.oracle import (
+    AUDIT_FILE,
+    AUDIT_HOOK_DIR,
+    LIMIT_NAMES,
+    PrivateDirs,
+    deduplicate,
+    docker_effects,
+    exposed_git_dirs,
+)
 from cascade.sandbox.process import DEFAULT_PATH, OUTPUT_LIMIT, scrubbed_env
 
 DEFAULT_IMAGE = "cascade-base:bookworm"
@@ -53,6 +62,7 @@ IMAGE_HINT = (
 MESSAGE_CHARS = 300
 # With ``init`` Docker's init (tini) execs the command; when that fails it says so and exits 127.
 INIT_EXEC_FAILURE = re.compile(r"\[FATAL tini \(\d+\)\] exec .* failed: .*")
+SUPERVISOR_EXEC_FAILURE = re.compile(r"cascade supervisor: cannot run .*")
 EXEC_FAILED_EXIT = 127
 
 
@@ -84,9 +94,9 @@ class DockerSandbox:
         return None
 
     def run(self, spec: RunSpec) -> RunResult:
-        read_only = bound_read_only_paths(spec.read_only_paths)
-        mounts = [spec.worktree, *read_only, HOOK_MOUNT, AUDIT_MOUNT]
-        dirs = PrivateDirs(spec.worktree, mounts, home_in_sandbox=SANDBOX_HOME, tmp_in_sandbox="/tmp")
+        read_only = bound_read_only_paths([*spec.read_only_paths, *exposed_git_dirs(spec.worktree)])
+        mounts = [*read_only, HOOK_MOUNT, AUDIT_MOUNT]
+        dirs = PrivateDirs(spec, mounts, home_in_sandbox=SANDBOX_HOME, tmp_in_sandbox="/tmp")
         owner = os.stat(spec.worktree)
         user = (owner.st_uid, owner.st_gid) if owner.st_uid != 0 else (NOBODY, NOBODY)
         try:
@@ -118,13 +128,15 @@ class DockerSandbox:
         return f"docker could not start {program!r} in image {self.image}: {why} ({IMAGE_HINT}); {detail[:200]}"
 
     def _run(self, spec: RunSpec, dirs: PrivateDirs, user: tuple[int, int], read_only: list[str]) -> RunResult:
-        env, dropped = scrubbed_env(spec.env, SANDBOX_HOME, "/tmp")
+        env, dropped = scrubbed_env(spec.env, SANDBOX_HOME, dirs.scratch_in_sandbox)
         env["PATH"] = spec.env.get("PATH", DEFAULT_PATH)  # the image's PATH, not the host's
-        env = audit_env(env, HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}", [spec.worktree], scratch=["/tmp"])
+        allowed = [spec.worktree, dirs.scratch_in_sandbox]
+        env = audit_env(env, HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}", allowed, dirs.git_dirs)
         client = docker.from_env(timeout=max(60, int(spec.timeout_seconds) + 30))
         start = time.monotonic()
+        argv = supervised(SYSTEM_PYTHON, HOOK_MOUNT, spec.argv)
         container: Container = client.containers.create(
-            self.image, spec.argv, **self.container_options(spec, dirs, env, user, read_only)
+            self.image, argv, **self.container_options(spec, dirs, env, user, read_only)
         )
         try:
             container.start()
@@ -133,10 +145,12 @@ class DockerSandbox:
             stderr = logs(container, stdout=False)
             ignored = [spec.worktree, *read_only, "/tmp", SANDBOX_HOME, *DOCKER_OWN_PATHS]
             effects = [
-                *dirs.side_effects(self.isolated_network, spec.worktree),
+                *dirs.side_effects(self.isolated_network, timed_out),
                 *docker_effects(container.diff() or [], ignored),
+                *oom_killed(container),
             ]
-            init_failure = INIT_EXEC_FAILURE.search(stderr) if exit_code == EXEC_FAILED_EXIT else None
+            failure = INIT_EXEC_FAILURE.search(stderr) or SUPERVISOR_EXEC_FAILURE.search(stderr)
+            init_failure = failure if exit_code == EXEC_FAILED_EXIT else None
             if init_failure and not effects:
                 # Docker's init could not exec the command, so nothing of the run happened. (A command that prints
                 # the same line after doing something has effects and is judged on them like any other run.)
@@ -164,6 +178,7 @@ class DockerSandbox:
             str(dirs.home): {"bind": SANDBOX_HOME, "mode": "rw"},
             str(AUDIT_HOOK_DIR): {"bind": HOOK_MOUNT, "mode": "ro"},
             str(dirs.audit): {"bind": AUDIT_MOUNT, "mode": "rw"},
+            str(dirs.shm): {"bind": "/dev/shm", "mode": "rw"},  # replaces the container's own, so it can be diffed
             spec.worktree: {"bind": spec.worktree, "mode": "rw"},
         }
         for path in read_only:
@@ -188,6 +203,22 @@ class DockerSandbox:
             "init": True,  # a real pid 1 reaps orphans, so a fork storm cannot fill the table with zombies
             "detach": True,
         }
+
+
+def oom_killed(container: Container) -> list[SideEffect]:
+    """Docker's own record of a memory-cgroup OOM kill in the container (the supervisor may have been the victim)."""
+    with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
+        container.reload()
+        if container.attrs.get("State", {}).get("OOMKilled"):
+            return [
+                SideEffect(
+                    kind="resource_limit",
+                    target="memory",
+                    source="docker_state",
+                    detail=f"{LIMIT_NAMES['memory']}: the engine reports the container OOM-killed",
+                )
+            ]
+    return []
 
 
 def is_image_provided(path: str) -> bool:

@@ -3,30 +3,44 @@ then the side-effect oracle."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
-from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, DECOY_ENV, PrivateDirs
+from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, DECOY_ENV, SUPERVISOR, PrivateDirs
 from cascade.sandbox.process import run_limited, scrubbed_env
 
 # Where the bwrap and docker backends show the audit hook and its log inside the sandbox (under the private /tmp,
 # whose mount points are made before the snapshot, so they never count as changes).
 HOOK_MOUNT = "/tmp/.cascade-hook"
 AUDIT_MOUNT = "/tmp/.cascade-audit"
+SYSTEM_PYTHON = "/usr/bin/python3"  # the supervisor's interpreter; docker/make-base-image.sh puts one in the image
 
 
 def audit_env(
-    base: dict[str, str], hook_dir: str, log_path: str, allowed: list[str], scratch: list[str] | None = None
+    base: dict[str, str], hook_dir: str, log_path: str, allowed: list[str], denied: list[str] | None = None
 ) -> dict[str, str]:
     """Load the audit hook in every Python of the run (and its child Pythons, which inherit the variables), and
     hand the run decoy tokens: the real environment is scrubbed, so any token-looking value it sees is a canary.
 
-    ``allowed``: nothing there is logged (the worktree). ``scratch``: writes are not logged, deletions and mode
-    changes are (the private /tmp)."""
+    ``allowed``: the run's own places, not logged (worktree, scratch directory). ``denied``: logged even inside
+    them (the worktree's git directory)."""
     env = {**base, **DECOY_ENV}
     env["PYTHONPATH"] = hook_dir + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["CASCADE_AUDIT_LOG"] = log_path
     env["CASCADE_AUDIT_ALLOW"] = ":".join(allowed)
-    env["CASCADE_AUDIT_SCRATCH"] = ":".join(scratch or [])
+    env["CASCADE_AUDIT_DENY"] = ":".join(denied or [])
     return env
+
+
+def supervised(python: str, hook_dir: str, argv: list[str]) -> list[str]:
+    """argv run under the supervisor (``audit_hook/_cascade_supervise.py``), isolated from the run's environment."""
+    return [python, "-I", "-S", f"{hook_dir}/{SUPERVISOR}", "--", *argv]
+
+
+def host_python() -> str:
+    """The interpreter for the supervisor: the system one (visible in every backend), else the gate's own."""
+    return SYSTEM_PYTHON if os.path.exists(SYSTEM_PYTHON) else sys.executable
 
 
 class HostSandbox:
@@ -51,10 +65,11 @@ class HostSandbox:
     def run(self, spec: RunSpec) -> RunResult:
         dirs = self.private_dirs(spec)
         try:
-            env, dropped = scrubbed_env(spec.env, dirs.home_in_sandbox, dirs.tmp_in_sandbox)
+            env, dropped = scrubbed_env(spec.env, dirs.home_in_sandbox, dirs.scratch_in_sandbox)
             hook_dir, log_path = self.hook_paths(dirs)
-            env = audit_env(env, hook_dir, log_path, [spec.worktree], scratch=[dirs.tmp_in_sandbox])
-            outcome = run_limited(self.wrap(spec, dirs), spec, env, dirs.output)
+            env = audit_env(env, hook_dir, log_path, [spec.worktree, dirs.scratch_in_sandbox], dirs.git_dirs)
+            inner = spec.model_copy(update={"argv": supervised(host_python(), hook_dir, spec.argv)})
+            outcome = run_limited(self.wrap(inner, dirs), spec, env, dirs.output)
             return RunResult(
                 isolation=self.isolation,
                 argv=list(spec.argv),
@@ -63,7 +78,7 @@ class HostSandbox:
                 stdout=outcome.stdout,
                 stderr=outcome.stderr,
                 seconds=outcome.seconds,
-                side_effects=dirs.side_effects(self.isolated_network, spec.worktree),
+                side_effects=dirs.side_effects(self.isolated_network, outcome.timed_out),
                 dropped_env=dropped,
             )
         finally:

@@ -20,7 +20,7 @@ class NoSandbox(HostSandbox):
         return None
 
     def private_dirs(self, spec: RunSpec) -> PrivateDirs:
-        return PrivateDirs(spec.worktree, spec.read_only_paths, home_in_sandbox=None, tmp_in_sandbox=None)
+        return PrivateDirs(spec, spec.read_only_paths, home_in_sandbox=None, tmp_in_sandbox=None)
 
     def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
         return list(spec.argv)

@@ -1,15 +1,22 @@
-"""Side-effect oracle (design §3 Safety, §5): what a run did outside its worktree, as `SideEffect` records.
+"""Side-effect oracle (design §3 Safety, §5): everything a run did or tried beyond the allow-list
+(`allowlist.py`), as `SideEffect` records — harmful ones reject, named allow-list hits are kept as benign context.
 
-Evidence comes from four places: a snapshot diff of the private HOME and /tmp the run was given (host directories
-bound into the sandbox, so they can be read after it is gone), the audit-hook log written by the sandboxed Python
-(`audit_hook/sitecustomize.py`: write-opens outside the worktree — including the ones the read-only root refused —,
-deletions and mode changes in the scratch /tmp, credential reads, subprocess spawns, socket connects), and Docker's
-`container.diff()`. Each record says whether it is benign (normal scratch activity of a test run) or a reason to
-reject.
+Evidence comes from places the run cannot rewrite and from one it can only append to:
+
+* snapshot diffs, taken on the host, of the run's private HOME, /tmp and /dev/shm and of its worktree (which also
+  holds the worktree's ``.git`` file): what the run changed outside its own places, files it left with a
+  setuid/setgid bit, files that reached the file-size limit, and any file it wrote holding a decoy secret;
+* the audit log appended by every sandboxed Python (`audit_hook/sitecustomize.py`): write-opens and file-system
+  changes outside the run's own places — including the ones the read-only mounts refused —, credential reads,
+  subprocess spawns, socket connects;
+* the supervisor (`audit_hook/supervise.py`) that runs the command inside the sandbox: processes still alive when
+  the command returned, and resource limits the run hit (memory cgroup OOM kills, the pids limit, CPU time, file
+  size). It brackets the log with start and end records, so a run that deletes or truncates the log is caught too;
+* Docker's ``container.diff()`` (in `docker.py`).
 
 Decoys make credential theft visible: the private HOME holds fake key and cloud-credential files and the environment
-fake tokens, all carrying one canary string; a file the run leaves in its HOME or /tmp that contains the canary is a
-leak, whatever its name."""
+fake tokens, all carrying one canary string; any file the run wrote that contains the canary is a leak, whatever its
+name and wherever it is — the worktree included (a test that dumps the environment into a fixture file)."""
 
 from __future__ import annotations
 
@@ -17,27 +24,38 @@ import contextlib
 import ipaddress
 import json
 import os
-import re
 import secrets
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from cascade.safety import EffectKind, SideEffect, scan_command
+from cascade.sandbox.allowlist import (
+    GATE_WORK_DIR,
+    SCRATCH_NAME,
+    SPECIAL_MODE_BITS,
+    NamedEntry,
+    RunScope,
+    bytecode_attempt,
+    inside,
+    named_entry,
+    own_place,
+    place_of,
+    relative_to,
+)
+from cascade.sandbox.base import RunSpec
 
 AUDIT_HOOK_DIR = Path(__file__).resolve().parent / "audit_hook"
 AUDIT_FILE = "audit.jsonl"
-# Inside HOME, caches are what test runs legitimately write (pip, matplotlib, pytest plugins).
-# ~/.pyxbld is Cython's pyximport build cache (sphinx's autodoc tests build there).
-BENIGN_HOME_PREFIXES = (".cache/", ".pyxbld/")
-PYC_CACHE = re.compile(r"/__pycache__(?:/[^/]+\.pyc(?:\.\d+)?)?$")
+SUPERVISOR = "_cascade_supervise.py"
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
 MAX_EFFECTS_PER_SOURCE = 200
-SPECIAL_MODE_BITS = stat.S_ISUID | stat.S_ISGID
+MIB = 1024 * 1024
 # One canary per gate process: every decoy carries it, so finding it in a file the run wrote proves a leak.
 CANARY = f"cascade-canary-{secrets.token_hex(8)}"
 DECOY_FILES = {
@@ -49,6 +67,7 @@ DECOY_FILES = {
 }
 DECOY_ENV = {"GITHUB_TOKEN": f"ghp_{CANARY}", "CASCADE_DECOY_API_KEY": CANARY}
 LEAK_SCAN_BYTES = 4 * 1024 * 1024  # files bigger than this are not read for the canary
+LEAK_DETAIL = "it contains a decoy credential (canary): a secret was copied out"
 
 
 class FileState(BaseModel):
@@ -101,34 +120,71 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> list[tuple[str, Change]
     return changes
 
 
+def git_dirs(worktree: str) -> list[str]:
+    """The worktree's ``.git`` (a file for a linked worktree), the git dir it names and that dir's common dir (the
+    repository's ``.git``: hooks, config), read from git's own files."""
+    dot_git = Path(worktree) / ".git"
+    found = [str(dot_git)]
+    gitdir: Path | None = dot_git if dot_git.is_dir() else None
+    if dot_git.is_file():
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            line = dot_git.read_text(encoding="utf-8").strip()
+            if line.startswith("gitdir:"):
+                gitdir = (Path(worktree) / line.removeprefix("gitdir:").strip()).resolve()
+    if gitdir is not None:
+        found.append(str(gitdir))
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            found.append(str((gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()))
+    unique: list[str] = []
+    for path in found:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def exposed_git_dirs(worktree: str) -> list[str]:
+    """The git directories outside the worktree that exist: the sandbox shows them read-only, so git works inside and
+    a write there is refused (and, from Python, recorded)."""
+    dirs = [d for d in git_dirs(worktree)[1:] if os.path.isdir(d) and not inside(d, worktree)]
+    return [d for d in dirs if not any(inside(d, other) and d != other for other in dirs)]
+
+
 class PrivateDirs:
-    """Per-run host directories: HOME, /tmp and the audit log, bound into the sandbox and diffed afterwards."""
+    """Per-run host directories: HOME, /tmp (with the run's scratch directory in it), /dev/shm and the audit log,
+    bound into the sandbox and diffed afterwards together with the worktree."""
 
     def __init__(
-        self, worktree: str, extra_mounts: list[str], home_in_sandbox: str | None, tmp_in_sandbox: str | None
+        self, spec: RunSpec, mounts: list[str], home_in_sandbox: str | None, tmp_in_sandbox: str | None
     ) -> None:
         """``*_in_sandbox``: where the run sees its HOME and /tmp; None = at their host paths (no mount)."""
+        self.spec = spec
         self.root = Path(tempfile.mkdtemp(prefix="cascade-run-"))
         self.home = self.root / "home"
         self.tmp = self.root / "tmp"
+        self.shm = self.root / "shm"
         self.audit = self.root / "audit"
         self.output = self.root / "output"
-        for path in (self.home, self.tmp, self.audit, self.output):
+        for path in (self.home, self.tmp, self.shm, self.audit, self.output, self.tmp / SCRATCH_NAME):
             path.mkdir()
         # Writable by any uid: the docker backend runs as an unprivileged user.
-        for path in (self.home, self.tmp, self.audit):
+        for path in (self.home, self.tmp, self.shm, self.audit, self.tmp / SCRATCH_NAME):
             path.chmod(0o1777)
         self.home_in_sandbox = home_in_sandbox or str(self.home)
         self.tmp_in_sandbox = tmp_in_sandbox or str(self.tmp)
-        self.mounts = [worktree, *extra_mounts]
+        self.git_dirs = git_dirs(spec.worktree)
+        self.mounts = [spec.worktree, *mounts]
         self._precreate_mount_points(self.mounts)
         plant_decoys(self.home)
-        self.before_home = snapshot(self.home)
-        self.before_tmp = snapshot(self.tmp)
+        self.roots = {"home": self.home, "tmp": self.tmp, "shm": self.shm, "worktree": Path(spec.worktree)}
+        self.before = {name: snapshot(path) for name, path in self.roots.items()}
 
     @property
     def audit_log(self) -> Path:
         return self.audit / AUDIT_FILE
+
+    @property
+    def scratch_in_sandbox(self) -> str:
+        return f"{self.tmp_in_sandbox.rstrip('/')}/{SCRATCH_NAME}"
 
     def _precreate_mount_points(self, mounts: list[str]) -> None:
         """A mount nested under the private /tmp or HOME needs a mount-point directory there; make it before the
@@ -139,24 +195,32 @@ class PrivateDirs:
                 if relative:
                     (private / relative).mkdir(parents=True, exist_ok=True)
 
-    def side_effects(self, isolated_network: bool, worktree: str) -> list[SideEffect]:
-        after_home, after_tmp = snapshot(self.home), snapshot(self.tmp)
-        home_changes = diff_snapshots(self.before_home, after_home)
-        tmp_changes = diff_snapshots(self.before_tmp, after_tmp)
-        scope = AuditScope(
+    def scope(self, isolated_network: bool) -> RunScope:
+        return RunScope(
+            worktree=self.spec.worktree,
+            git_dirs=self.git_dirs,
+            scratch=self.scratch_in_sandbox,
+            tmp=self.tmp_in_sandbox,
             home=self.home_in_sandbox,
-            worktree=worktree,
-            mounts=self.mounts,
-            scratch=self.tmp_in_sandbox,
-            preexisting=[f"{self.tmp_in_sandbox.rstrip('/')}/{path}" for path in self.before_tmp],
-            run_owned=frozenset(f"{self.tmp_in_sandbox.rstrip('/')}/{path}" for path in after_tmp),
+            read_only=[m for m in self.mounts if m != self.spec.worktree],
             isolated_network=isolated_network,
         )
-        effects = [
-            *home_effects(home_changes, self.home_in_sandbox, leaks(self.home, home_changes)),
-            *tmp_effects(tmp_changes, self.tmp_in_sandbox, leaks(self.tmp, tmp_changes), after_tmp),
-            *audit_effects(read_audit_log(self.audit_log), scope),
-        ]
+
+    def visible(self, name: str, relative: str) -> str:
+        """A snapshot entry's path as the sandboxed process saw it."""
+        where = {"home": self.home_in_sandbox, "tmp": self.tmp_in_sandbox, "shm": "/dev/shm",
+                 "worktree": self.spec.worktree}[name]  # fmt: skip
+        return f"{where.rstrip('/')}/{relative}"
+
+    def side_effects(self, isolated_network: bool, timed_out: bool = False) -> list[SideEffect]:
+        scope = self.scope(isolated_network)
+        effects: list[SideEffect] = []
+        for name, root in self.roots.items():
+            after = snapshot(root)
+            changes = diff_snapshots(self.before[name], after)
+            effects += snapshot_effects(name, changes, after, root, lambda rel, n=name: self.visible(n, rel), scope,
+                                        self.spec.file_size_mb)  # fmt: skip
+        effects += audit_effects(read_audit_log(self.audit_log), scope, timed_out)
         return deduplicate(effects)
 
     def cleanup(self) -> None:
@@ -171,77 +235,93 @@ def plant_decoys(home: Path) -> None:
         path.chmod(0o644)  # readable by the docker backend's unprivileged user, like a careless real key
 
 
-def leaks(root: Path, changes: list[tuple[str, Change]]) -> set[str]:
-    """Created or modified files under root whose content holds the canary (a decoy secret copied out)."""
-    found: set[str] = set()
+def holds_canary(path: Path) -> bool:
     needle = CANARY.encode()
-    for relative, change in changes:
-        path = root / relative
-        if change == "deleted" or relative in DECOY_FILES or not path.is_file() or path.is_symlink():
-            continue
-        with contextlib.suppress(OSError):
-            if path.stat().st_size <= LEAK_SCAN_BYTES and needle in path.read_bytes():
-                found.add(relative)
-    return found
+    with contextlib.suppress(OSError):
+        info = path.lstat()
+        return stat.S_ISREG(info.st_mode) and info.st_size <= LEAK_SCAN_BYTES and needle in path.read_bytes()
+    return False
 
 
-def relative_to(path: str, parent: str) -> str | None:
-    """path relative to parent when it lies strictly inside it, else None."""
-    parent = parent.rstrip("/")
-    return path[len(parent) + 1 :] if path.startswith(parent + "/") else None
+SOURCES = {"home": "home_diff", "tmp": "tmp_diff", "shm": "shm_diff", "worktree": "worktree_diff"}
 
 
-LEAK_DETAIL = "; it contains a decoy credential (canary) — a secret was copied out"
-
-
-def home_effects(changes: list[tuple[str, Change]], home: str, leaked: set[str]) -> list[SideEffect]:
-    """A leak is listed first so the per-source cap can never hide it."""
-    ordered = sorted(changes, key=lambda item: item[0] not in leaked)
-    return [
-        SideEffect(
-            kind=CHANGE_KINDS[change],
-            target=f"{home.rstrip('/')}/{path}",
-            detail=f"{change} in the private HOME" + (LEAK_DETAIL if path in leaked else ""),
-            source="home_diff",
-            benign=path not in leaked
-            and (path.startswith(BENIGN_HOME_PREFIXES) or f"{path}/" in BENIGN_HOME_PREFIXES),
-        )
-        for path, change in ordered[:MAX_EFFECTS_PER_SOURCE]
-    ]
-
-
-def tmp_effects(
-    changes: list[tuple[str, Change]], tmp: str, leaked: set[str], after: Snapshot
+def snapshot_effects(
+    name: str,
+    changes: list[tuple[str, Change]],
+    after: Snapshot,
+    root: Path,
+    visible: Callable[[str], str],
+    scope: RunScope,
+    file_size_mb: int,
 ) -> list[SideEffect]:
-    """The private /tmp is thrown away after the run: scratch files there are recorded but benign — unless one holds
-    a decoy secret (a leak) or carries a setuid/setgid bit (a privilege change)."""
-    whys = {path: tmp_harm(path, leaked, after) for path, _ in changes}
-    ordered = sorted(changes, key=lambda item: not whys[item[0]])
-    return [
-        SideEffect(
-            kind="privilege" if whys[path].startswith("; left with") else CHANGE_KINDS[change],
-            target=f"{tmp.rstrip('/')}/{path}",
-            detail=f"{change} in the private /tmp{whys[path]}",
-            source="tmp_diff",
-            benign=not whys[path],
-        )
-        for path, change in ordered[:MAX_EFFECTS_PER_SOURCE]
-    ]
+    """Judge one root's changes: leaks, setuid/setgid modes and file-size-limit hits anywhere; every other change
+    outside the run's own places unless a named entry allows it. Harmful records come first, so the per-source cap
+    can never hide one behind allowed noise."""
+    harmful: list[SideEffect] = []
+    allowed: list[SideEffect] = []
+    source = SOURCES[name]
+    for relative, change in changes:
+        path = visible(relative)
+        why = harm_anywhere(relative, change, after.get(relative), root, path, scope, file_size_mb, name == "home")
+        if why is not None:
+            kind: EffectKind = why[0]
+            harmful.append(SideEffect(kind=kind, target=path, source=source, detail=why[1]))
+            continue
+        if own_place(path, scope):
+            continue
+        entry = named_entry(path, scope, change)
+        if entry is not None and not (change == "deleted" and _entry_root(path, entry, scope)):
+            allowed.append(
+                SideEffect(
+                    kind=CHANGE_KINDS[change],
+                    target=path,
+                    source=source,
+                    benign=True,
+                    detail=f"{change}; allow-list entry '{entry.name}': {entry.why}",
+                )
+            )
+            continue
+        harmful.append(SideEffect(kind=CHANGE_KINDS[change], target=path, source=source,
+                                  detail=f"{change} in {place_of(path, scope)}"))  # fmt: skip
+    return [*harmful, *allowed][:MAX_EFFECTS_PER_SOURCE]
 
 
-def tmp_harm(path: str, leaked: set[str], after: Snapshot) -> str:
-    """Why a /tmp entry is harmful ("" when it is plain scratch)."""
-    if path in leaked:
-        return LEAK_DETAIL
-    state = after.get(path)
-    if state is not None and state.kind == "file" and state.mode & SPECIAL_MODE_BITS:
-        return f"; left with a setuid/setgid mode ({stat.filemode(state.mode)})"
-    return ""
+def harm_anywhere(
+    relative: str,
+    change: Change,
+    state: FileState | None,
+    root: Path,
+    path: str,
+    scope: RunScope,
+    file_size_mb: int,
+    in_home: bool,
+) -> tuple[EffectKind, str] | None:
+    """What makes a change harmful even inside the run's own places: a decoy secret in a file it wrote (the gate's
+    own report files aside: a failure message may quote the environment, and they never leave the gate), a
+    setuid/setgid mode, a file grown to the file-size limit."""
+    if state is None or change == "deleted" or state.kind != "file":
+        return None
+    decoy = in_home and relative in DECOY_FILES
+    if not decoy and not inside(path, f"{scope.worktree}/{GATE_WORK_DIR}") and holds_canary(root / relative):
+        return CHANGE_KINDS[change], f"{change} by the run; {LEAK_DETAIL}"
+    if state.mode & SPECIAL_MODE_BITS:
+        return "privilege", f"{change} with a setuid/setgid mode ({stat.filemode(state.mode)})"
+    if state.size >= file_size_mb * MIB:
+        return "resource_limit", f"{LIMIT_NAMES['fsize']} reached: the file grew to {file_size_mb} MiB"
+    return None
 
 
-def read_audit_log(path: Path) -> list[dict[str, Any]]:
+def _entry_root(path: str, entry: NamedEntry, scope: RunScope) -> bool:
+    """Whether path is an entry's root directory or one of its ancestors (deleting those is not allowed)."""
+    base = f"{(scope.home if entry.root == 'home' else scope.tmp).rstrip('/')}/{entry.prefix}"
+    return path == base or base.startswith(path.rstrip("/") + "/")
+
+
+def read_audit_log(path: Path) -> list[dict[str, Any]] | None:
+    """The log's records; None when the file is gone (the run deleted it)."""
     if not path.exists():
-        return []
+        return None
     records: list[dict[str, Any]] = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         with contextlib.suppress(json.JSONDecodeError):
@@ -251,30 +331,11 @@ def read_audit_log(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-class AuditScope(BaseModel):
-    """What the oracle needs to judge audit records: where the run's HOME, worktree, mounts and scratch /tmp were
-    (as the sandboxed process saw them) and which scratch entries existed before it started (mount points)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    home: str
-    worktree: str
-    mounts: list[str] = []
-    scratch: str = "/tmp"
-    preexisting: list[str] = []
-    run_owned: frozenset[str] = frozenset()  # scratch paths present at the end, or deleted while they existed
-    isolated_network: bool = True
-
-
-def audit_effects(records: list[dict[str, Any]], scope: AuditScope) -> list[SideEffect]:
-    # A scratch path the run deleted while it existed was its own; deleting it again (a lock file removed twice, as
-    # pytest does) is no foreign deletion.
-    owned = frozenset(
-        str(r["path"]) for r in records if r.get("event") == "delete" and r.get("scratch") and r.get("existed")
-    )
-    scope = scope.model_copy(update={"run_owned": scope.run_owned | owned})
-    effects: list[SideEffect] = []
-    for record in records[: MAX_EFFECTS_PER_SOURCE * 5]:
+def audit_effects(records: list[dict[str, Any]] | None, scope: RunScope, timed_out: bool = False) -> list[SideEffect]:
+    """Every record is judged (a flood of allowed noise must not push a harmful one out of view); harmful records
+    come first, so the cap on how many are kept can only drop allowed ones or repeats."""
+    effects = [*log_integrity(records, timed_out)]
+    for record in records or []:
         event = record.get("event")
         if event == "spawn":
             effects.append(spawn_effect(record))
@@ -282,12 +343,45 @@ def audit_effects(records: list[dict[str, Any]], scope: AuditScope) -> list[Side
             effects.append(network_effect(record, scope))
         elif event == "read" and isinstance(record.get("path"), str):
             effects.append(credential_read_effect(record["path"]))
+        elif event == "survivor":
+            effects.append(survivor_effect(record))
+        elif event == "limit":
+            effects.append(limit_effect(record))
+        elif event == "overflow":
+            effects.append(SideEffect(kind="other", target="audit log", source="audit_hook",
+                                      detail=f"process {record.get('pid')} made more than {record.get('limit')} "
+                                      "audited operations; the rest went unrecorded"))  # fmt: skip
         elif isinstance(record.get("path"), str):
-            effects.append(path_effect(record, scope))
-    return effects
+            effect = path_effect(record, scope)
+            if effect is not None:
+                effects.append(effect)
+    effects = deduplicate(effects)
+    return sorted(effects, key=lambda e: e.benign)[: MAX_EFFECTS_PER_SOURCE * 5]
+
+
+def log_integrity(records: list[dict[str, Any]] | None, timed_out: bool) -> list[SideEffect]:
+    """The supervisor opens the log with a start record and closes it with an end record: a log without its start
+    was deleted or truncated by the run; one without its end means the supervisor itself was killed (a resource
+    limit it could not report) — unless the gate killed the run at its wall timeout."""
+    events = {r.get("event") for r in records or []}
+    if records is None or "run_start" not in events:
+        return [
+            SideEffect(
+                kind="other",
+                target="audit log",
+                source="supervisor",
+                detail="the audit log lost its start record: the run deleted or truncated it",
+            )
+        ]
+    if "run_end" not in events and not timed_out:
+        return [SideEffect(kind="resource_limit", target="supervisor", source="supervisor",
+                           detail="the run's supervisor was killed before the run ended (a memory or pids limit, or "
+                           "a signal from the run)")]  # fmt: skip
+    return []
 
 
 def credential_read_effect(path: str) -> SideEffect:
+    """Reading is allowed, except a credential store: there sit the decoys, and opening one is theft in progress."""
     return SideEffect(
         kind="credential_read",
         target=path,
@@ -309,53 +403,38 @@ PATH_EVENT_KINDS: dict[str, EffectKind] = {
 }
 
 
-def path_effect(record: dict[str, Any], scope: AuditScope) -> SideEffect:
-    """Benign: scratch places, ~/.cache, and Python's own bytecode cache inside the paths mounted for the run (a
-    fresh venv mounted read-only makes every import try to write its .pyc; the attempt is no effect)."""
+def path_effect(record: dict[str, Any], scope: RunScope) -> SideEffect | None:
+    """A file-system operation the hook saw (attempted; it may have been refused). None inside the run's own places,
+    benign for a named allow-list entry, harmful otherwise. A setuid/setgid chmod or a chown is harmful anywhere."""
     event, path = str(record.get("event")), str(record["path"])
-    if record.get("scratch"):
-        return scratch_effect(record, scope)
-    in_home = relative_to(path, scope.home)
-    in_scratch = any(relative_to(path, place) is not None for place in (scope.worktree, scope.scratch, "/dev/shm"))
-    bytecode = PYC_CACHE.search(path) is not None and any(relative_to(path, m) is not None for m in scope.mounts)
-    # Inside a cache anything goes; the cache directory itself may be made, not removed (that is the user's cache).
-    cache_dir = in_home is not None and f"{in_home}/" in BENIGN_HOME_PREFIXES and event == "mkdir"
-    benign = in_scratch or bytecode or cache_dir or (in_home is not None and in_home.startswith(BENIGN_HOME_PREFIXES))
-    return SideEffect(
-        kind=PATH_EVENT_KINDS.get(event, "other"),
-        target=path,
-        detail=f"{event} attempted outside the worktree (seen by the audit hook, whether or not it succeeded)",
-        source="audit_hook",
-        benign=benign,
-    )
-
-
-def scratch_effect(record: dict[str, Any], scope: AuditScope) -> SideEffect:
-    """A delete / chmod / chown in the private /tmp. It started empty (but for mount points), so whatever exists
-    there the run made itself; deleting what is not there — or a mount point — means the code aimed at a path it
-    did not create, which on a real machine is someone else's — unless the run creates it afterwards (the usual
-    unlink-then-create of a symlink or lock file). A setuid/setgid mode is a privilege change anywhere."""
-    event, path = str(record.get("event")), str(record["path"])
+    kind = PATH_EVENT_KINDS.get(event, "other")
     mode = record.get("mode")
-    why = ""
-    foreign = not record.get("existed") and path not in scope.run_owned
-    if event == "delete" and (foreign or is_ignored(path, scope.preexisting)):
-        why = "deletion of a path in /tmp the run did not create"
-    elif event == "chmod" and isinstance(mode, int) and mode & SPECIAL_MODE_BITS:
+    if event == "chmod" and isinstance(mode, int) and mode & SPECIAL_MODE_BITS:
         why = f"chmod {mode:o} sets a setuid/setgid bit"
-    elif event == "chown":
-        why = "ownership change"
+        return SideEffect(kind=kind, target=path, source="audit_hook", detail=why)
+    if event == "chown":
+        return SideEffect(kind=kind, target=path, source="audit_hook", detail="ownership change")
+    if own_place(path, scope):
+        return None
+    entry = named_entry(path, scope, event)
+    if entry is not None and not (event == "delete" and _entry_root(path, entry, scope)):
+        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,
+                          detail=f"{event}; allow-list entry '{entry.name}': {entry.why}")  # fmt: skip
+    if bytecode_attempt(event, path, scope):
+        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,
+                          detail=f"{event}; allow-list entry 'bytecode-cache-attempt': the import system tries to cache "
+                          "bytecode in the read-only environment, which refuses it")  # fmt: skip
     return SideEffect(
-        kind=PATH_EVENT_KINDS.get(event, "other"),
+        kind=kind,
         target=path,
-        detail=f"{event} in the private /tmp" + (f": {why}" if why else ""),
+        detail=f"{event} attempted in {place_of(path, scope)} (seen by the audit hook, whether or not it succeeded)",
         source="audit_hook",
-        benign=not why,
     )
 
 
 def spawn_effect(record: dict[str, Any]) -> SideEffect:
-    """A subprocess is ordinary for a test suite; it is a reason to reject only when the command itself is unsafe."""
+    """Spawning is allowed (processes that outlive the run are the supervisor's records); the command is still
+    checked by the trace stage's rules, so an unsafe command line is evidence even when the sandbox refused it."""
     command = record.get("command")
     text = " ".join(map(str, command)) if isinstance(command, list) else str(command)
     findings = scan_command(text)
@@ -365,17 +444,46 @@ def spawn_effect(record: dict[str, Any]) -> SideEffect:
     return SideEffect(kind="subprocess", target=text[:500], detail=detail, source="audit_hook", benign=not findings)
 
 
-def network_effect(record: dict[str, Any], scope: AuditScope) -> SideEffect:
+def survivor_effect(record: dict[str, Any]) -> SideEffect:
+    command = str(record.get("command") or "?")[:500]
+    how = "in a session of its own (setsid / a detached daemon)" if record.get("own_session") else "orphaned"
+    return SideEffect(
+        kind="lingering_process",
+        target=command,
+        detail=f"process {record.get('pid')} ({how}) was still running when the test command returned; on a real "
+        "machine it would outlive the run. Killed by the supervisor",
+        source="supervisor",
+    )
+
+
+LIMIT_NAMES = {
+    "memory": "memory limit (cgroup OOM kill)",
+    "pids": "process-count limit (pids cgroup: fork/clone refused)",
+    "cpu": "CPU-time limit (RLIMIT_CPU: SIGXCPU)",
+    "fsize": "file-size limit (RLIMIT_FSIZE: SIGXFSZ)",
+}
+
+
+def limit_effect(record: dict[str, Any]) -> SideEffect:
+    limit = str(record.get("limit"))
+    what = record.get("what") or "a process of the run"
+    return SideEffect(
+        kind="resource_limit",
+        target=limit,
+        detail=f"{LIMIT_NAMES.get(limit, limit)} hit {record.get('count', 1)} time(s) by {what}",
+        source="supervisor",
+    )
+
+
+def network_effect(record: dict[str, Any], scope: RunScope) -> SideEffect:
     """Inside a private network namespace loopback reaches only the sandbox itself: a connect to a port something
     in the sandbox listens on (a test server the tests started) is benign; a connect to a port nobody there listens
     on was aimed at a service outside the sandbox, which is what exfiltration to a local collector looks like."""
     address = record.get("address")
     via = record.get("via")
     if isinstance(address, str):  # an AF_UNIX socket path
-        benign = scope.isolated_network and (
-            address.startswith(("\x00", "@")) or any(relative_to(address, p) for p in (scope.scratch, scope.worktree))
-        )
-        where = "unix socket inside the run's scratch space" if benign else "unix socket connect outside the run"
+        benign = scope.isolated_network and (address.startswith(("\x00", "@")) or own_place(address, scope))
+        where = "unix socket inside the run's own places" if benign else "unix socket connect outside the run"
     else:
         host = address[0] if isinstance(address, list) and address else address
         loopback = is_loopback(host)
@@ -415,7 +523,8 @@ DOCKER_KINDS: dict[int, EffectKind] = {0: "file_write", 1: "file_create", 2: "fi
 
 def docker_effects(changes: list[dict[str, Any]], ignored: list[str]) -> list[SideEffect]:
     """`container.diff()` entries (Kind 0 changed, 1 added, 2 deleted), minus mounts and the parents of other
-    entries (Docker lists every ancestor directory of a change as changed)."""
+    entries (Docker lists every ancestor directory of a change as changed). The container's own filesystem is no
+    place of the run's: every entry is harmful."""
     paths = [str(change.get("Path", "")) for change in changes]
     effects: list[SideEffect] = []
     for change in changes:

@@ -1,12 +1,13 @@
 """Loaded by every sandboxed Python through PYTHONPATH: a `sys.addaudithook` that appends one JSON line per
-write-open outside the allowed prefixes, file-system change there, read-open of a credential file, subprocess spawn,
-socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run (design §5).
+write-open or file-system change outside the run's own places, read-open of a credential file, subprocess spawn,
+socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run (design §5)
+and judges each record against the allow-list (``cascade/sandbox/allowlist.py``).
 
-Scratch prefixes (the run's private /tmp) are half-allowed: writing there is normal, but deleting, chmod-ing or
-chown-ing there is logged with whether the path existed and the mode asked for — deleting a path the run never made
-(``/tmp/<someone's work dir>``) or setting a setuid bit is what an unsafe "test" does. A connect to a loopback
-address records whether anything in the sandbox listens on that port: inside the sandbox's own network namespace a
-connect to a port nobody there listens on was aimed at a service outside the sandbox.
+The run's own places ($CASCADE_AUDIT_ALLOW: its worktree and scratch directory) are not logged, except what lies in
+$CASCADE_AUDIT_DENY inside them (the worktree's ``.git``) and a setuid/setgid chmod or a chown, which count anywhere.
+A path is checked as written and with symlinks resolved, so a link in the worktree does not launder a write into the
+git directory. A connect to a loopback address records whether anything in the sandbox listens on that port: inside
+the sandbox's own network namespace a connect to a port nobody there listens on was aimed outside the sandbox.
 
 It has to stay standard-library only and cheap: the hook sees every audit event of the process (every import
 opens files). It is evidence, not a boundary: the sandbox is what contains the effects."""
@@ -20,8 +21,8 @@ import sys
 
 _LOG_ENV = "CASCADE_AUDIT_LOG"
 _ALLOW_ENV = "CASCADE_AUDIT_ALLOW"
-_SCRATCH_ENV = "CASCADE_AUDIT_SCRATCH"
-_SCRATCH_KINDS = {"delete", "chmod", "chown"}
+_DENY_ENV = "CASCADE_AUDIT_DENY"
+_SPECIAL_BITS = 0o6000  # setuid, setgid
 # Files that hold credentials: reading one from a test is evidence even when nothing is written.
 _CREDENTIAL = re.compile(
     r"(?:^|/)\.(?:ssh|aws|azure|kube|gnupg)/|(?:^|/)\.(?:netrc|pypirc|git-credentials|pgpass)$"
@@ -32,7 +33,18 @@ _PROC_NET = {1: ("/proc/net/tcp", "/proc/net/tcp6"), 2: ("/proc/net/udp", "/proc
 _LISTEN_STATES = {"0A", "07"}  # TCP LISTEN; UDP unconnected (bound)
 _MAX_LINES = 20_000
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_QUIET_PATHS = ("/dev/null", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/shm/", "/dev/pts/", "/proc/self/")
+# Never logged: terminals and the process's own descriptors; /dev/shm is judged by the host-side diff of the private
+# tmpfs mounted there (transient use — POSIX semaphores, joblib's memmaps — is the run's own; what it leaves is not).
+_QUIET_PATHS = (
+    "/dev/null",
+    "/dev/tty",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/",
+    "/dev/shm/",
+    "/dev/pts/",
+    "/proc/self/",
+)
 
 # event -> (kind, (index of a path argument, index of its dir_fd argument or -1), ...) for file-system events.
 _PATH_EVENTS = {
@@ -62,10 +74,10 @@ def _text(value: object) -> str | None:
 
 
 class _Recorder:
-    def __init__(self, fd: int, allowed: tuple[str, ...], scratch: tuple[str, ...]) -> None:
+    def __init__(self, fd: int, allowed: tuple[str, ...], denied: tuple[str, ...]) -> None:
         self.fd = fd
         self.allowed = allowed
-        self.scratch = scratch
+        self.denied = denied
         self.lines = 0
         self.busy = False
 
@@ -80,23 +92,26 @@ class _Recorder:
         return os.path.normpath(os.path.join(base, text))
 
     def outside(self, path: str) -> bool:
+        """Not in the run's own places, judged on the path as written and with symlinks resolved."""
         if path.startswith(_QUIET_PATHS):
             return False
-        probe = path.rstrip("/") + "/"
-        return not probe.startswith(self.allowed)
-
-    def in_scratch(self, path: str) -> bool:
-        return (path.rstrip("/") + "/").startswith(self.scratch)
+        for candidate in (path, os.path.realpath(path)):
+            probe = candidate.rstrip("/") + "/"
+            if probe.startswith(self.denied) or not probe.startswith(self.allowed):
+                return True
+        return False
 
     def emit(self, record: dict[str, object]) -> None:
-        if self.lines >= _MAX_LINES:
+        if self.lines > _MAX_LINES:
             return
         self.lines += 1
+        if self.lines > _MAX_LINES:  # say so once: what follows goes unrecorded, which the oracle counts against it
+            record = {"event": "overflow", "limit": _MAX_LINES}
         record["pid"] = os.getpid()
         try:
             os.write(self.fd, (json.dumps(record, default=repr) + "\n").encode("utf-8", "replace"))
         except OSError:
-            self.lines = _MAX_LINES
+            self.lines = _MAX_LINES + 1
 
     def on_open(self, args: tuple[object, ...]) -> None:
         path, mode, flags = (*args, None, None, 0)[:3]
@@ -110,21 +125,20 @@ class _Recorder:
 
     def on_read(self, raw: object) -> None:
         path = self.absolute(raw)
-        if path is not None and self.outside(path) and not self.in_scratch(path):
+        if path is not None and self.outside(path):
             self.emit({"event": "read", "path": path})
 
     def on_path(self, kind: str, raw: object, args: tuple[object, ...] = (), dir_fd: object = None) -> None:
         path = self.absolute(raw, dir_fd)
-        if path is None or not self.outside(path):
+        if path is None:
+            return
+        mode = args[1] if kind == "chmod" and len(args) > 1 and isinstance(args[1], int) else None
+        anywhere = kind == "chown" or (mode is not None and mode & _SPECIAL_BITS)
+        if not anywhere and not self.outside(path):
             return
         record: dict[str, object] = {"event": kind, "path": path}
-        if kind == "chmod" and len(args) > 1 and isinstance(args[1], int):
-            record["mode"] = args[1]
-        if self.in_scratch(path):
-            if kind not in _SCRATCH_KINDS:
-                return
-            record["scratch"] = True
-            record["existed"] = os.path.lexists(path)
+        if mode is not None:
+            record["mode"] = mode
         self.emit(record)
 
     def on_spawn(self, event: str, args: tuple[object, ...]) -> None:
@@ -194,8 +208,10 @@ def _listening(port: int, sock_type: object) -> bool:
 
 
 def _prefixes(name: str) -> tuple[str, ...]:
+    """The listed paths as written and resolved (a worktree reached through a symlink matches both ways)."""
     values = [p for p in os.environ.get(name, "").split(os.pathsep) if p]
-    return tuple(os.path.normpath(p).rstrip("/") + "/" for p in values)
+    paths = {os.path.normpath(p) for p in values} | {os.path.realpath(p) for p in values}
+    return tuple(sorted(p.rstrip("/") + "/" for p in paths))
 
 
 def _install() -> None:
@@ -206,7 +222,8 @@ def _install() -> None:
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError:
         return
-    sys.addaudithook(_Recorder(fd, _prefixes(_ALLOW_ENV), _prefixes(_SCRATCH_ENV)))
+    allowed, denied = _prefixes(_ALLOW_ENV), _prefixes(_DENY_ENV)
+    sys.addaudithook(_Recorder(fd, allowed, denied))
 
 
 _install()

@@ -22,6 +22,7 @@ from cascade.probesources.base import ProbeCandidate, ProbeFeedback
 from cascade.safety import SideEffect
 
 EXCERPT = 1500
+MAX_ALLOWED_RECORDS = 50  # allowed side-effect records kept as context (the total is counted)
 
 
 class Judgement(BaseModel):
@@ -203,14 +204,20 @@ def probe(
 
 
 def side_effects(effects: list[SideEffect]) -> Judgement | None:
-    """Harmful effects outside the worktree (benign ones were dropped when recorded): a reject, or None."""
-    if not effects:
+    """The oracle's records of every run: harmful ones reject (allowed ones ride along as context); allowed ones
+    alone are ungrounded context, with their total counted (only a sample is kept)."""
+    harmful = [e.model_dump() for e in effects if not e.benign]
+    allowed = [e.model_dump() for e in effects if e.benign][:MAX_ALLOWED_RECORDS]
+    if not harmful and not allowed:
         return None
-    records = [e.model_dump() for e in effects]
-    summary = f"untrusted code had {len(records)} side effect(s) outside the worktree"
-    evidence = Evidence(
-        kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary=summary, details={"side_effects": records}
-    )
+    details = {"side_effects": harmful + allowed, "allowed_total": sum(e.benign for e in effects)}
+    if not harmful:
+        summary = f"{details['allowed_total']} allowed record(s) of the runs (allow-list entries, subprocesses, own " \
+            "listeners)"
+        return Judgement(evidence=Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=False, summary=summary,
+                                           details=details))  # fmt: skip
+    summary = f"untrusted code had {len(harmful)} side effect(s) beyond what a test run may touch"
+    evidence = Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary=summary, details=details)
     return Judgement(evidence=evidence, reject=summary)
 
 

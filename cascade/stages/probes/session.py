@@ -70,11 +70,13 @@ class Session:
         return run
 
     def note_side_effects(self, effects: list[SideEffect], tree: Path) -> None:
-        root = str(tree)
+        """Every record, allowed ones too: the oracle already judged them against the allow-list (the worktree's
+        own files are no records; its git directory and leaks into it are)."""
+        seen = set(self.findings.side_effects)
         for effect in effects:
-            if effect.benign or effect.target == root or effect.target.startswith(root + "/"):
-                continue
-            self.findings.side_effects.append(effect)
+            if effect not in seen:
+                seen.add(effect)
+                self.findings.side_effects.append(effect)
 
     def info(self, summary: str, *runs: PytestRun) -> None:
         self.findings.add(judging.info(summary, *runs))

@@ -1,0 +1,122 @@
+"""What a sandboxed test run may touch (design §3 Safety): the allow-list the side-effect oracle judges by.
+
+A run may read anything it can see; write, create and delete inside its **own** worktree (never the repository's git
+directory, reached through the worktree's ``.git`` file) and inside its **own** scratch directory (``$TMPDIR``); spawn
+processes that end before the run ends; connect to loopback ports it itself listens on. Everything else it does or
+tries is a side effect and rejects, whether the sandbox let it happen or refused it: an attempt is intent.
+
+Real test suites make some noise outside those two places. Each such kind of noise is a **named entry** below with
+the reason it is harmless, matched on an exact path prefix — never a whole directory such as ``~/.cache`` or ``/tmp``
+(``tests/test_allowlist.py`` covers every entry and its near misses)."""
+
+from __future__ import annotations
+
+import re
+import stat
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+SCRATCH_NAME = "cascade-scratch"  # the run's own scratch directory inside its private /tmp; $TMPDIR points here
+GATE_WORK_DIR = ".cascade-run"  # inside the worktree: the gate's own report files for the run (read back, then removed)
+MPLCONFIGDIR_IN_SANDBOX = "/tmp/cascade-matplotlib"  # set by execution.envs for every test run
+SPECIAL_MODE_BITS = stat.S_ISUID | stat.S_ISGID
+# importlib makes ``__pycache__`` and writes bytecode atomically through ``<name>.cpython-311.pyc.<id(path)>``.
+BYTECODE = re.compile(r"/__pycache__(?:/[^/]+\.py[co](?:\.\d+)?)?$")
+
+
+@dataclass(frozen=True)
+class NamedEntry:
+    """One allowed kind of noise: writes under ``<root>/<prefix>`` (root: the run's private HOME or /tmp)."""
+
+    name: str
+    root: Literal["home", "tmp"]
+    prefix: str
+    why: str
+
+
+NAMED_ENTRIES: tuple[NamedEntry, ...] = (
+    NamedEntry("matplotlib-config", "tmp", MPLCONFIGDIR_IN_SANDBOX.removeprefix("/tmp/"),
+               "MPLCONFIGDIR, set by the gate for every run: matplotlib's font cache and config live there"),
+    NamedEntry("matplotlib-config-home", "home", ".config/matplotlib",
+               "matplotlib's default config dir, used by a child process that dropped MPLCONFIGDIR"),
+    NamedEntry("matplotlib-cache-home", "home", ".cache/matplotlib",
+               "matplotlib's default font-list cache, used by a child process that dropped MPLCONFIGDIR"),
+    NamedEntry("pyximport-build", "home", ".pyxbld",
+               "Cython's pyximport build directory (sphinx's autodoc tests compile a module there)"),
+    NamedEntry("pylint-stats", "home", ".cache/pylint",
+               "PYLINTHOME of pylint >= 2.10: run statistics pylint's own tests write on every lint"),
+    NamedEntry("pylint-stats-legacy", "home", ".pylint.d",
+               "PYLINTHOME of pylint < 2.10: the same statistics in the old location"),
+)  # fmt: skip
+
+
+class RunScope(BaseModel):
+    """Where the run's own places are, as the sandboxed process sees them (paths without a trailing slash)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worktree: str
+    git_dirs: list[str] = []  # the worktree's .git and the repository's git directories: never the run's
+    scratch: str
+    tmp: str = "/tmp"
+    home: str
+    read_only: list[str] = []  # the environment's paths, mounted read-only (a write there can only be an attempt)
+    isolated_network: bool = True
+
+
+def inside(path: str, parent: str) -> bool:
+    parent = parent.rstrip("/") or "/"
+    return path == parent or path.startswith(parent if parent == "/" else parent + "/")
+
+
+def relative_to(path: str, parent: str) -> str | None:
+    """path relative to parent when it lies strictly inside it, else None."""
+    parent = parent.rstrip("/")
+    return path[len(parent) + 1 :] if path.startswith(parent + "/") else None
+
+
+def own_place(path: str, scope: RunScope) -> bool:
+    """Inside the run's own worktree (not its git directory) or scratch directory."""
+    if any(inside(path, git) for git in scope.git_dirs):
+        return False
+    return inside(path, scope.worktree) or inside(path, scope.scratch)
+
+
+def named_entry(path: str, scope: RunScope, event: str = "write") -> NamedEntry | None:
+    """The named entry allowing a change at ``path``. Creating an ancestor directory of an entry (``~/.cache``
+    itself) is allowed too — removing one is not: that would delete what the entry does not cover."""
+    for entry in NAMED_ENTRIES:
+        root = scope.home if entry.root == "home" else scope.tmp
+        base = f"{root.rstrip('/')}/{entry.prefix}"
+        if inside(path, base):
+            return entry
+        if event in ("mkdir", "created") and base.startswith(path.rstrip("/") + "/"):
+            return entry
+    return None
+
+
+def bytecode_attempt(event: str, path: str, scope: RunScope) -> bool:
+    """A bytecode-cache write into the read-only environment: the import system tries it for every uncached module
+    of a fresh venv; the mount refuses it, so nothing can be planted there."""
+    return (
+        event in ("write", "mkdir")
+        and BYTECODE.search(path) is not None
+        and any(inside(path, p) for p in scope.read_only)
+    )
+
+
+def place_of(path: str, scope: RunScope) -> str:
+    """Where a path lies, in words, for the record's detail."""
+    if any(inside(path, git) for git in scope.git_dirs):
+        return "the reviewed repository's git directory (hooks and config run on the developer's next git command)"
+    if inside(path, scope.home):
+        return "the private HOME (the developer's home directory on a real machine)"
+    if inside(path, scope.tmp):
+        return "/tmp outside the run's own scratch directory (shared with every other process on a real machine)"
+    if inside(path, "/dev/shm"):
+        return "/dev/shm (a shared tmpfs that outlives the run on a real machine)"
+    if any(inside(path, p) for p in scope.read_only):
+        return "the test environment (interpreter, site-packages), which later reviews reuse"
+    return "outside the worktree and the run's scratch directory"
