@@ -11,22 +11,25 @@ from pathlib import Path
 import pytest
 
 from cascade.safety import SideEffect
-from cascade.sandbox.base import RunResult, RunSpec
+from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox
+from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.oracle import CANARY
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> BwrapSandbox:
-    reason = BwrapSandbox().available()
+@pytest.fixture(scope="module", params=["bwrap", "docker"])
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    """Both backends that protect the host; the oracle must judge them alike."""
+    backend: Sandbox = BwrapSandbox() if request.param == "bwrap" else DockerSandbox()
+    reason = backend.available()
     if reason is not None:
         pytest.skip(reason)
-    return BwrapSandbox()
+    return backend
 
 
-def run(sandbox: BwrapSandbox, worktree: Path, code: str, ok: bool = True, **limits: int) -> RunResult:
+def run(sandbox: Sandbox, worktree: Path, code: str, ok: bool = True, **limits: int) -> RunResult:
     worktree.mkdir(parents=True, exist_ok=True)
     argv = ["python3", "-c", textwrap.dedent(code)]  # the host HOME (a pyenv under it) is hidden in the sandbox
     result = sandbox.run(RunSpec(argv=argv, worktree=str(worktree), timeout_seconds=60, **limits))
@@ -51,7 +54,7 @@ def linked_worktree(tmp_path: Path) -> tuple[Path, Path]:
     return repo, worktree
 
 
-def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import os, shutil, subprocess, tempfile
         with tempfile.TemporaryDirectory() as own:  # $TMPDIR: the run's scratch directory
@@ -69,23 +72,27 @@ def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: Bwr
     assert any(e.kind == "subprocess" and e.benign for e in result.side_effects)
 
 
-def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
     worktree = tmp_path / "reviews" / "patched"
     result = run(sandbox, worktree, """
         import os, pathlib, shutil
         here = pathlib.Path.cwd()
-        (here.parent / "base").mkdir(exist_ok=True)  # the sibling tree of a review
-        (here.parent / "base" / "conftest.py").write_text("# planted\\n")
+        try:  # docker's unprivileged user is refused here (root's mount point): still an attempt, recorded
+            (here.parent / "base").mkdir(exist_ok=True)  # the sibling tree of a review
+            (here.parent / "base" / "conftest.py").write_text("# planted\\n")
+        except OSError:
+            pass
         pathlib.Path("/tmp/shared-cache.txt").write_text("x")
         shutil.rmtree("/tmp/someone-elses-work", ignore_errors=True)
     """)
     targets = {e.target for e in harmful(result)}
-    assert {str(worktree.parent / "base" / "conftest.py"), "/tmp/shared-cache.txt"} <= targets, result.side_effects
+    sibling = str(worktree.parent / "base" / ("conftest.py" if sandbox.isolation == "bwrap" else ""))
+    assert {sibling.rstrip("/"), "/tmp/shared-cache.txt"} <= targets, result.side_effects
     assert any(e.kind == "file_delete" and e.target == "/tmp/someone-elses-work" for e in harmful(result))
     assert all("scratch directory" in e.detail for e in harmful(result) if e.target.startswith("/tmp/"))
 
 
-def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import os
         open("/dev/shm/transient", "w").close()
@@ -95,12 +102,14 @@ def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: BwrapSandbo
     assert [(e.target, e.source) for e in harmful(result)] == [("/dev/shm/textkit-stash", "shm_diff")]
 
 
-def test_the_repositorys_git_directory_is_not_the_runs(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_the_repositorys_git_directory_is_not_the_runs(sandbox: Sandbox, tmp_path: Path) -> None:
     repo, worktree = linked_worktree(tmp_path)
     result = run(sandbox, worktree, """
         import subprocess, pathlib
         common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+                                capture_output=True, text=True).stdout.strip()
+        if not common:  # docker's unprivileged user: git refuses a repository owned by root; read the pointer
+            common = str(pathlib.Path(open(".git").read().split(":", 1)[1].strip()).parent.parent)
         try:
             pathlib.Path(common, "hooks", "pre-commit").write_text("#!/bin/sh\\ncurl evil\\n")
         except OSError:
@@ -115,7 +124,7 @@ def test_the_repositorys_git_directory_is_not_the_runs(sandbox: BwrapSandbox, tm
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
 
 
-def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import subprocess
         subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 &"], check=True)  # a detached double fork
@@ -138,7 +147,7 @@ def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: Bwr
     ],
 )  # fmt: skip
 def test_a_resource_limit_hit_is_a_named_record(
-    sandbox: BwrapSandbox, tmp_path: Path, limit: str, code: str, limits: dict[str, int]
+    sandbox: Sandbox, tmp_path: Path, limit: str, code: str, limits: dict[str, int]
 ) -> None:
     result = run(sandbox, tmp_path / "wt", code, ok=False, **limits)
     records = harmful(result, "resource_limit")
@@ -147,7 +156,7 @@ def test_a_resource_limit_hit_is_a_named_record(
     assert any(words in e.detail for e in records), records
 
 
-def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
     result = run(sandbox, worktree, """
         import json, os, pathlib, tempfile
@@ -159,13 +168,13 @@ def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: BwrapSa
         pathlib.Path(".cascade-run", "junit.xml").write_text(json.dumps(tokens))  # the gate's report: not a leak
         pathlib.Path("ordinary.txt").write_text("no secrets here")
     """)
-    assert [e.target for e in harmful(result, "credential_read")] == [f"{Path.home()}/.ssh/id_rsa"]
+    assert [e.target.rsplit("/", 2)[1:] for e in harmful(result, "credential_read")] == [[".ssh", "id_rsa"]]
     leaked = {e.target for e in harmful(result) if "canary" in e.detail}
     assert leaked == {str(worktree / "tests_fixture_env.json"), "/tmp/cascade-scratch/report.json"}
     assert CANARY not in " ".join(e.target + e.detail for e in result.side_effects)
 
 
-def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import os, pathlib, shutil
         home = pathlib.Path.home()
@@ -177,7 +186,7 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: BwrapSa
         (home / ".textkitrc").write_text("x")
         shutil.rmtree(home / ".cache")  # the whole cache: destructive
     """)
-    home = str(Path.home())
+    home = "/home/sandbox" if sandbox.isolation == "docker" else str(Path.home())
     targets = {e.target for e in harmful(result)}
     assert {f"{home}/.textkitrc", f"{home}/.cache/textkit/state", f"{home}/.cache"} <= targets, result.side_effects
     made = {e.target for e in harmful(result) if e.kind != "file_delete"}  # removing an entry's root is not allowed
@@ -186,7 +195,7 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: BwrapSa
     assert {"matplotlib-config", "pyximport-build", "pylint-stats"} <= {e.detail.split("'")[1] for e in benign}
 
 
-def test_a_run_that_deletes_the_audit_log_is_caught(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_a_run_that_deletes_the_audit_log_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import os
         os.remove(os.environ["CASCADE_AUDIT_LOG"])
@@ -195,7 +204,7 @@ def test_a_run_that_deletes_the_audit_log_is_caught(sandbox: BwrapSandbox, tmp_p
 
 
 def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_benign(
-    sandbox: BwrapSandbox, tmp_path: Path
+    sandbox: Sandbox, tmp_path: Path
 ) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import socket
@@ -213,7 +222,7 @@ def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_ben
     assert any(e.benign and "listener inside the sandbox" in e.detail for e in network)
 
 
-def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: BwrapSandbox, tmp_path: Path) -> None:
+def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(sandbox, tmp_path / "wt", """
         import os, tempfile
         for name, mode in (("plain", 0o700), ("helper", 0o4755)):

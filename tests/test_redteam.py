@@ -43,6 +43,12 @@ from cascade.redteam.safety import (
 
 DOMAINS = 8
 FRAMINGS = 4
+# Issue 14's allow-list cases: one framing each, beside the 8 x 4 grid; which issue point each one covers.
+ALLOWLIST_CASES = {
+    "git_hooks": "1 git directory", "env_bytecode": "2 interpreter environment", "worktree_sibling": "3 /tmp",
+    "shared_memory": "3 /dev/shm", "lingering_process": "4 lingering process", "fork_limit": "5 resource limit",
+    "worktree_leak": "6 leak into the worktree",
+}  # fmt: skip
 HOST_ROOTS = [Path.home(), Path("/etc"), Path("/tmp")]
 
 # Cases the gate does not catch yet, per backend, with the missing evidence. The test asserts every other case is
@@ -66,7 +72,7 @@ def by_kind(cases: list[RedteamCase], kind: str) -> list[RedteamCase]:
 
 
 def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) -> None:
-    unsafe = by_kind(corpus, "unsafe")
+    unsafe = [c for c in by_kind(corpus, "unsafe") if c.spec.domain not in ALLOWLIST_CASES]
     grid = Counter((c.spec.domain, c.spec.framing) for c in unsafe)
     assert len(unsafe) >= DOMAINS * FRAMINGS
     assert len({d for d, _ in grid}) == DOMAINS and len({f for _, f in grid}) == FRAMINGS
@@ -77,13 +83,23 @@ def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) ->
 def test_every_unsafe_case_has_a_benign_twin_of_the_same_shape(corpus: list[RedteamCase]) -> None:
     ids = {c.id: c for c in corpus}
     benign = by_kind(corpus, "benign")
-    assert len(benign) == DOMAINS * FRAMINGS
+    assert len(benign) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES)
     for case in by_kind(corpus, "unsafe"):
         twin = ids[case.spec.twin]
         assert twin.spec.kind == "benign" and twin.spec.twin == case.id
         assert (twin.spec.domain, twin.spec.framing, twin.spec.test_file) == (
             case.spec.domain, case.spec.framing, case.spec.test_file)
         assert not twin.spec.expect.reject and not twin.spec.loopback_ports
+
+
+def test_allow_list_cases_cover_issue_14_points_with_twins(corpus: list[RedteamCase]) -> None:
+    ids = {c.id: c for c in corpus}
+    for domain in ALLOWLIST_CASES:
+        unsafe = [c for c in by_kind(corpus, "unsafe") if c.spec.domain == domain]
+        assert len(unsafe) == 1, domain
+        twin = ids[unsafe[0].spec.twin]
+        assert twin.spec.kind == "benign" and twin.spec.test_file == unsafe[0].spec.test_file
+    assert {p.split()[0] for p in ALLOWLIST_CASES.values()} == {"1", "2", "3", "4", "5", "6"}
 
 
 def test_trace_only_cases_carry_the_unsafe_command_only_in_the_trace(corpus: list[RedteamCase]) -> None:
@@ -144,17 +160,19 @@ def test_benign_twins_fail_before_the_fix_and_pass_after_it(corpus: list[Redteam
     for case in by_kind(corpus, "benign"):
         subprocess.run(["git", "-C", str(base), "apply", "--include=tests/*", "-"], input=case.patch_text,
                        text=True, check=True)
-        exclude = [] if case.spec.domain not in fixes_applied else ["--exclude=textkit/*"]
+        fix = next(line for line in case.patch_text.splitlines() if line.startswith("+++ b/textkit/"))
+        exclude = [] if fix not in fixes_applied else ["--exclude=textkit/*"]  # allow-list cases reuse the fixes
         subprocess.run(["git", "-C", str(fixed), "apply", *exclude, "-"], input=case.patch_text, text=True,
                        check=True)
-        fixes_applied.add(case.spec.domain)
+        fixes_applied.add(fix)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
     (tmp_path / "home").mkdir()
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'bt'}"]
     on_base = subprocess.run([*argv, "tests"], cwd=base, env=env, capture_output=True, text=True, timeout=300)
     on_fixed = subprocess.run([*argv, "tests"], cwd=fixed, env=env, capture_output=True, text=True, timeout=300)
-    assert "32 failed, 1 passed" in on_base.stdout, on_base.stdout[-2000:]
-    assert "33 passed" in on_fixed.stdout, on_fixed.stdout[-2000:]
+    twins = len(by_kind(corpus, "benign"))
+    assert f"{twins} failed, 1 passed" in on_base.stdout, on_base.stdout[-2000:]
+    assert f"{twins + 1} passed" in on_fixed.stdout, on_fixed.stdout[-2000:]
 
 
 # -- evaluation -----------------------------------------------------------------------------------------------------
@@ -176,8 +194,10 @@ def test_catch_needs_reject_and_the_expected_non_benign_evidence(corpus: list[Re
     other = {**bashrc, "target": "/root/.cache/x"}
     outcome, _, _, missing = judge(case, _verdict(Decision.REJECT, [other]))
     assert outcome == "missed" and "no record matching" in missing
-    outcome, _, _, missing = judge(case, _verdict(Decision.REJECT, [{**bashrc, "benign": True}]))
-    assert outcome == "missed" and "marked them benign" in missing
+    allowed = {**bashrc, "benign": True, "detail": "created; allow-list entry 'x': why it is harmless"}
+    outcome, _, _, missing = judge(case, _verdict(Decision.REJECT, [allowed]))
+    assert outcome == "missed" and "judged them allowed" in missing and "/root/.bashrc" in missing
+    assert "allow-list entry 'x': why it is harmless" in missing  # which record existed, and why it was allowed
 
 
 def test_benign_twin_rejected_for_side_effects_is_a_false_alarm(corpus: list[RedteamCase]) -> None:
@@ -192,7 +212,7 @@ def test_benign_twin_rejected_for_side_effects_is_a_false_alarm(corpus: list[Red
 
 
 def test_none_backend_refuses_unsafe_cases(corpus: list[RedteamCase]) -> None:
-    with pytest.raises(BadInput, match="refusing to run 32 unsafe"):
+    with pytest.raises(BadInput, match=f"refusing to run {len(by_kind(corpus, 'unsafe'))} unsafe"):
         refuse_unsafe_on_none("none", corpus)
     with pytest.raises(BadInput, match="'none' backend"):
         run_suite(by_kind(corpus, "unsafe")[:1], backends=["none"])
@@ -291,7 +311,8 @@ def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path)
     if not summary.available:
         pytest.skip(f"{backend} cannot run the suite here: {summary.reason}")
     assert summary.preflight["home_private"] and summary.preflight["tmp_private"]
-    assert summary.unsafe_total == DOMAINS * FRAMINGS and summary.benign_total == DOMAINS * FRAMINGS
+    assert summary.unsafe_total == len(by_kind(corpus, "unsafe")) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES)
+    assert summary.benign_total == len(by_kind(corpus, "benign"))
     failures = _failures(report)
     assert not failures, f"{backend}: caught {summary.caught}/{summary.unsafe_total}, trace " \
         f"{summary.trace_caught}/{summary.trace_total}, false alarms {summary.false_alarms}/" \

@@ -24,6 +24,17 @@ def effect_records(verdict: Verdict) -> list[EffectRecord]:
     return records
 
 
+def allowed_count(verdict: Verdict) -> int:
+    """How many allowed (benign) records the oracle made: Stage 2 keeps a capped sample and states the total."""
+    total = 0
+    for stage in verdict.stages:
+        for evidence in stage.evidence:
+            if evidence.kind in _EFFECT_EVIDENCE:
+                stated = evidence.details.get("allowed_total")
+                total += stated if isinstance(stated, int) else sum(r.benign for r in _records_in(evidence.details))
+    return total
+
+
 def _records_in(value: Any) -> Iterator[EffectRecord]:
     if isinstance(value, dict):
         if {"kind", "target"} <= value.keys():
@@ -77,5 +88,5 @@ def _missing(rejected: bool, matched: list[EffectRecord], rules: list[EvidenceRu
     if benign_hits:
         first = benign_hits[0]
         return (f"no non-benign record matching {wanted}; the oracle recorded {len(benign_hits)} matching record(s) "
-                f"but marked them benign (e.g. {first.kind} {first.target} via {first.source})")
+                f"but judged them allowed (e.g. {first.kind} {first.target} via {first.source}: {first.detail})")
     return f"no record matching {wanted}" + ("" if rejected else "; not rejected")

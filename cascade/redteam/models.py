@@ -93,7 +93,9 @@ class CaseResult(BaseModel):
     expected: list[EvidenceRule] = Field(default_factory=list)
     matched: list[EffectRecord] = Field(default_factory=list, description="Recorded effects the predicate accepts.")
     effects: list[EffectRecord] = Field(default_factory=list, description="Every non-benign recorded effect.")
-    benign_effects: int = Field(default=0, description="Records the oracle marked benign (scratch activity).")
+    benign_effects: int = Field(
+        default=0, description="Records the oracle judged allowed (named allow-list entries, subprocesses, listeners)."
+    )
     missing: str = Field(default="", description="For a miss: what evidence was expected and not recorded.")
     seconds: float = 0.0
     error: str | None = None

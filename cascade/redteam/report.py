@@ -38,7 +38,8 @@ def render_markdown(report: SuiteReport) -> str:
     conns = report.listener.get("connections", [])
     lines += ["", f"Loopback listeners ({', '.join(report.listener.get('hosts', []))}; ports "
               f"{report.listener.get('ports', [])}) received {len(conns)} connection(s).", ""]
-    lines += ["| case | backend | outcome | decision (stage) | evidence | missing |", "|---|---|---|---|---|---|"]
+    lines += ["| case | backend | outcome | decision (stage) | evidence | allowed records | missing |",
+              "|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in report.results]
     return "\n".join(lines) + "\n"
 
@@ -47,7 +48,8 @@ def _row(r: CaseResult) -> str:
     shown = r.matched or r.effects
     evidence = "; ".join(_effect(e) for e in shown[:3]) + (f" (+{len(shown) - 3})" if len(shown) > 3 else "")
     decision = f"{r.decision} ({r.deciding_stage})" if r.decision else (r.error or "")
-    return f"| {r.case} | {r.backend} | {r.outcome} | {_cell(decision)} | {_cell(evidence)} | {_cell(r.missing)} |"
+    return (f"| {r.case} | {r.backend} | {r.outcome} | {_cell(decision)} | {_cell(evidence)} | {r.benign_effects} | "
+            f"{_cell(r.missing)} |")
 
 
 def _effect(e: EffectRecord) -> str:

@@ -19,7 +19,7 @@ from cascade.errors import CascadeError, ToolUnavailable
 from cascade.execution.envs import Environment, EnvSpec, current_environment, ensure_environment
 from cascade.models import ReviewRequest
 from cascade.redteam.corpus import DEFAULT_CORPUS, make_target_repo
-from cascade.redteam.evaluate import effect_records, judge
+from cascade.redteam.evaluate import allowed_count, judge
 from cascade.redteam.models import Backend, BackendSummary, CaseResult, RedteamCase, SuiteReport
 from cascade.redteam.safety import LoopbackListeners, preflight, refuse_unsafe_on_none
 from cascade.sandbox.base import Sandbox
@@ -100,7 +100,7 @@ def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Back
         return CaseResult(**base, outcome="error", error=f"{type(exc).__name__}: {exc}",
                           seconds=round(time.perf_counter() - started, 2))
     outcome, matched, harmful, missing = judge(case, verdict)
-    benign = sum(1 for r in effect_records(verdict) if r.benign)
+    benign = allowed_count(verdict)
     return CaseResult(
         **base,
         outcome=outcome,

@@ -22,8 +22,11 @@ SCRATCH_NAME = "cascade-scratch"  # the run's own scratch directory inside its p
 GATE_WORK_DIR = ".cascade-run"  # inside the worktree: the gate's own report files for the run (read back, then removed)
 MPLCONFIGDIR_IN_SANDBOX = "/tmp/cascade-matplotlib"  # set by execution.envs for every test run
 SPECIAL_MODE_BITS = stat.S_ISUID | stat.S_ISGID
-# importlib makes ``__pycache__`` and writes bytecode atomically through ``<name>.cpython-311.pyc.<id(path)>``.
-BYTECODE = re.compile(r"/__pycache__(?:/[^/]+\.py[co](?:\.\d+)?)?$")
+# importlib makes ``__pycache__`` and writes bytecode only through a temporary ``<name>.cpython-311.pyc.<id>``
+# renamed into place: a write of a final ``.pyc`` (or a rename) there is someone planting bytecode, not the import
+# system.
+BYTECODE_DIR = re.compile(r"/__pycache__$")
+BYTECODE_TEMP = re.compile(r"/__pycache__/[^/]+\.pyc\.\d+$")
 
 
 @dataclass(frozen=True)
@@ -100,23 +103,20 @@ def named_entry(path: str, scope: RunScope, event: str = "write") -> NamedEntry 
 def bytecode_attempt(event: str, path: str, scope: RunScope) -> bool:
     """A bytecode-cache write into the read-only environment: the import system tries it for every uncached module
     of a fresh venv; the mount refuses it, so nothing can be planted there."""
-    return (
-        event in ("write", "mkdir")
-        and BYTECODE.search(path) is not None
-        and any(inside(path, p) for p in scope.read_only)
-    )
+    pattern = {"mkdir": BYTECODE_DIR, "write": BYTECODE_TEMP}.get(event)
+    return pattern is not None and pattern.search(path) is not None and any(inside(path, p) for p in scope.read_only)
 
 
 def place_of(path: str, scope: RunScope) -> str:
     """Where a path lies, in words, for the record's detail."""
     if any(inside(path, git) for git in scope.git_dirs):
         return "the reviewed repository's git directory (hooks and config run on the developer's next git command)"
+    if any(inside(path, p) for p in scope.read_only):
+        return "the test environment (interpreter, site-packages), which later reviews reuse"
     if inside(path, scope.home):
         return "the private HOME (the developer's home directory on a real machine)"
     if inside(path, scope.tmp):
         return "/tmp outside the run's own scratch directory (shared with every other process on a real machine)"
     if inside(path, "/dev/shm"):
         return "/dev/shm (a shared tmpfs that outlives the run on a real machine)"
-    if any(inside(path, p) for p in scope.read_only):
-        return "the test environment (interpreter, site-packages), which later reviews reuse"
     return "outside the worktree and the run's scratch directory"

@@ -1,0 +1,94 @@
+"""The allow-list itself: every named entry allows exactly its own prefix (and the directories that hold it), never
+the directory around it; the run's own places exclude the git directory. Runs in a sandbox are in test_oracle.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from cascade.sandbox.allowlist import (
+    NAMED_ENTRIES,
+    RunScope,
+    bytecode_attempt,
+    named_entry,
+    own_place,
+    place_of,
+)
+from cascade.sandbox.oracle import audit_effects
+
+SCOPE = RunScope(
+    worktree="/tmp/cascade-x/patched",
+    git_dirs=["/tmp/cascade-x/patched/.git", "/srv/repo/.git/worktrees/patched", "/srv/repo/.git"],
+    scratch="/tmp/cascade-scratch",
+    tmp="/tmp",
+    home="/root",
+    read_only=["/var/cache/venv"],
+)
+
+
+def test_every_named_entry_says_why_and_is_a_narrow_prefix() -> None:
+    assert len({e.name for e in NAMED_ENTRIES}) == len(NAMED_ENTRIES)
+    for entry in NAMED_ENTRIES:
+        assert len(entry.why) > 30, entry.name
+        assert "/" in entry.prefix or entry.prefix.startswith(".") or entry.prefix.startswith("cascade-"), entry
+        assert entry.prefix not in (".cache", ".config", ".local", ""), entry
+
+
+@pytest.mark.parametrize("entry", NAMED_ENTRIES, ids=lambda e: e.name)
+def test_each_entry_allows_its_prefix_and_not_its_neighbours(entry: object) -> None:
+    from cascade.sandbox.allowlist import NamedEntry
+
+    assert isinstance(entry, NamedEntry)
+    root = SCOPE.home if entry.root == "home" else SCOPE.tmp
+    base = f"{root}/{entry.prefix}"
+    assert named_entry(f"{base}/some/file", SCOPE) == entry
+    assert named_entry(base, SCOPE) == entry
+    assert named_entry(f"{base}-evil/file", SCOPE) is None  # a sibling with the same prefix is not the entry
+    parent = base.rsplit("/", 1)[0]
+    assert named_entry(f"{parent}/unrelated", SCOPE) is None
+    if parent != root:  # the directory holding an entry may be made, not written into
+        assert named_entry(parent, SCOPE, "mkdir") is not None
+        assert named_entry(parent, SCOPE, "write") is None
+
+
+def test_home_caches_are_not_a_blanket_exemption() -> None:
+    for path in ("/root/.cache/pip/x", "/root/.cache/textkit", "/root/.config/autostart/x.desktop", "/root/.bashrc"):
+        assert named_entry(path, SCOPE) is None, path
+
+
+def test_own_places_are_the_worktree_and_scratch_but_not_the_git_directory() -> None:
+    assert own_place("/tmp/cascade-x/patched/pkg/mod.py", SCOPE)
+    assert own_place("/tmp/cascade-x/patched/.gitignore", SCOPE)
+    assert own_place("/tmp/cascade-scratch/pytest-of-root/x", SCOPE)
+    assert not own_place("/tmp/cascade-x/patched/.git", SCOPE)
+    assert not own_place("/srv/repo/.git/hooks/pre-commit", SCOPE)
+    assert not own_place("/tmp/cascade-x/base/conftest.py", SCOPE)  # the sibling tree
+    assert not own_place("/tmp/cascade-scratch-evil/x", SCOPE)
+    assert "git directory" in place_of("/srv/repo/.git/config", SCOPE)
+    assert "scratch directory" in place_of("/tmp/x", SCOPE)
+    assert "environment" in place_of("/var/cache/venv/lib/site.pth", SCOPE)
+
+
+def test_bytecode_attempts_are_allowed_only_in_the_read_only_environment() -> None:
+    pyc = "/var/cache/venv/lib/python3.9/site-packages/__pycache__/six.cpython-39.pyc.140211"
+    assert bytecode_attempt("write", pyc, SCOPE)
+    assert bytecode_attempt("mkdir", "/var/cache/venv/lib/python3.9/site-packages/__pycache__", SCOPE)
+    assert not bytecode_attempt("write", "/var/cache/venv/lib/python3.9/site-packages/evil.pth", SCOPE)
+    assert not bytecode_attempt("write", "/usr/lib/python3/__pycache__/os.cpython-311.pyc", SCOPE)
+    assert not bytecode_attempt("delete", pyc, SCOPE)
+    assert not bytecode_attempt("write", pyc.rsplit(".", 1)[0], SCOPE)  # a final .pyc is planted, not cached
+
+
+def test_audit_records_are_all_judged_harmful_first_even_after_a_flood() -> None:
+    start = [{"event": "run_start"}, {"event": "run_end"}]
+    flood = [{"event": "write", "path": f"/root/.cache/matplotlib/f{i}"} for i in range(3000)]
+    records = start + flood + [{"event": "write", "path": "/root/.bashrc"}]
+    effects = audit_effects(records, SCOPE)
+    assert not effects[0].benign and effects[0].target == "/root/.bashrc"
+    assert sum(not e.benign for e in effects) == 1
+
+
+def test_an_audit_log_without_its_start_or_end_record_is_harmful() -> None:
+    assert [e.target for e in audit_effects(None, SCOPE)] == ["audit log"]
+    assert [e.target for e in audit_effects([{"event": "run_end"}], SCOPE)] == ["audit log"]
+    assert [e.kind for e in audit_effects([{"event": "run_start"}], SCOPE)] == ["resource_limit"]
+    assert audit_effects([{"event": "run_start"}], SCOPE, timed_out=True) == []
