@@ -421,9 +421,9 @@ def path_effect(record: dict[str, Any], scope: RunScope) -> SideEffect | None:
         return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,
                           detail=f"{event}; allow-list entry '{entry.name}': {entry.why}")  # fmt: skip
     if bytecode_attempt(event, path, scope):
-        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,
-                          detail=f"{event}; allow-list entry 'bytecode-cache-attempt': the import system tries to cache "
-                          "bytecode in the read-only environment, which refuses it")  # fmt: skip
+        why = "the import system tries to cache bytecode in the read-only environment, which refuses it"
+        detail = f"{event}; allow-list entry 'bytecode-cache-attempt': {why}"
+        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True, detail=detail)
     return SideEffect(
         kind=kind,
         target=path,
