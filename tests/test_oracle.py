@@ -233,3 +233,23 @@ def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: Sandbox, t
     privilege = harmful(result, "privilege")
     assert privilege and {e.target for e in privilege} == {"/tmp/cascade-scratch/helper"}
     assert any("4755" in e.detail for e in privilege)
+
+
+def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
+    result = run(sandbox, tmp_path / "wt", """
+        import os, shutil, tempfile
+        scratch = tempfile.gettempdir()
+        try:  # unlink-then-create, as pytest does with its pytest-current symlink: the run's own
+            os.unlink(os.path.join(scratch, "current"))
+        except OSError:
+            pass
+        os.symlink(scratch, os.path.join(scratch, "current"))
+        open(os.path.join(scratch, ".lock"), "w").close()
+        for _ in range(2):  # a lock removed twice (pytest's numbered tmp dirs): the second is no foreign deletion
+            try:
+                os.unlink(os.path.join(scratch, ".lock"))
+            except OSError:
+                pass
+        shutil.rmtree(os.path.join(scratch, "someone-elses-work"), ignore_errors=True)
+    """)
+    assert [e.target for e in harmful(result)] == ["/tmp/cascade-scratch/someone-elses-work"], result.side_effects

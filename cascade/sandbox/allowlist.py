@@ -67,6 +67,7 @@ class RunScope(BaseModel):
     home: str
     read_only: list[str] = []  # the environment's paths, mounted read-only (a write there can only be an attempt)
     isolated_network: bool = True
+    scratch_made: frozenset[str] = frozenset()  # scratch paths the run left behind: made by it (it started empty)
 
 
 def inside(path: str, parent: str) -> bool:

@@ -131,7 +131,8 @@ class DockerSandbox:
         env, dropped = scrubbed_env(spec.env, SANDBOX_HOME, dirs.scratch_in_sandbox)
         env["PATH"] = spec.env.get("PATH", DEFAULT_PATH)  # the image's PATH, not the host's
         allowed = [spec.worktree, dirs.scratch_in_sandbox]
-        env = audit_env(env, HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}", allowed, dirs.git_dirs)
+        log = f"{AUDIT_MOUNT}/{AUDIT_FILE}"
+        env = audit_env(env, HOOK_MOUNT, log, allowed, dirs.git_dirs, dirs.scratch_in_sandbox)
         client = docker.from_env(timeout=max(60, int(spec.timeout_seconds) + 30))
         start = time.monotonic()
         argv = supervised(SYSTEM_PYTHON, HOOK_MOUNT, spec.argv)

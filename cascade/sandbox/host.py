@@ -18,18 +18,19 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # the supervisor's interpreter; docker/make-
 
 
 def audit_env(
-    base: dict[str, str], hook_dir: str, log_path: str, allowed: list[str], denied: list[str] | None = None
+    base: dict[str, str], hook_dir: str, log_path: str, allowed: list[str], denied: list[str], scratch: str
 ) -> dict[str, str]:
     """Load the audit hook in every Python of the run (and its child Pythons, which inherit the variables), and
     hand the run decoy tokens: the real environment is scrubbed, so any token-looking value it sees is a canary.
 
     ``allowed``: the run's own places, not logged (worktree, scratch directory). ``denied``: logged even inside
-    them (the worktree's git directory)."""
+    them (the worktree's git directory). ``scratch``: deletions there are logged with whether the path existed."""
     env = {**base, **DECOY_ENV}
     env["PYTHONPATH"] = hook_dir + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["CASCADE_AUDIT_LOG"] = log_path
     env["CASCADE_AUDIT_ALLOW"] = ":".join(allowed)
-    env["CASCADE_AUDIT_DENY"] = ":".join(denied or [])
+    env["CASCADE_AUDIT_DENY"] = ":".join(denied)
+    env["CASCADE_AUDIT_SCRATCH"] = scratch
     return env
 
 
@@ -67,7 +68,8 @@ class HostSandbox:
         try:
             env, dropped = scrubbed_env(spec.env, dirs.home_in_sandbox, dirs.scratch_in_sandbox)
             hook_dir, log_path = self.hook_paths(dirs)
-            env = audit_env(env, hook_dir, log_path, [spec.worktree, dirs.scratch_in_sandbox], dirs.git_dirs)
+            scratch = dirs.scratch_in_sandbox
+            env = audit_env(env, hook_dir, log_path, [spec.worktree, scratch], dirs.git_dirs, scratch)
             inner = spec.model_copy(update={"argv": supervised(host_python(), hook_dir, spec.argv)})
             outcome = run_limited(self.wrap(inner, dirs), spec, env, dirs.output)
             return RunResult(

@@ -213,10 +213,12 @@ class PrivateDirs:
         return f"{where.rstrip('/')}/{relative}"
 
     def side_effects(self, isolated_network: bool, timed_out: bool = False) -> list[SideEffect]:
-        scope = self.scope(isolated_network)
+        afters = {name: snapshot(root) for name, root in self.roots.items()}
+        made = frozenset(self.visible("tmp", p) for p in afters["tmp"] if p.startswith(f"{SCRATCH_NAME}/"))
+        scope = self.scope(isolated_network).model_copy(update={"scratch_made": made})
         effects: list[SideEffect] = []
         for name, root in self.roots.items():
-            after = snapshot(root)
+            after = afters[name]
             changes = diff_snapshots(self.before[name], after)
             effects += snapshot_effects(name, changes, after, root, lambda rel, n=name: self.visible(n, rel), scope,
                                         self.spec.file_size_mb)  # fmt: skip
@@ -335,9 +337,16 @@ def audit_effects(records: list[dict[str, Any]] | None, scope: RunScope, timed_o
     """Every record is judged (a flood of allowed noise must not push a harmful one out of view); harmful records
     come first, so the cap on how many are kept can only drop allowed ones or repeats."""
     effects = [*log_integrity(records, timed_out)]
+    # A scratch path deleted while it existed was the run's (deleting it again — a lock removed twice — is no
+    # foreign deletion); so is one it left behind (unlink-then-create of a lock or symlink).
+    owned = scope.scratch_made | {
+        str(r["path"]) for r in records or [] if r.get("event") == "delete" and r.get("scratch") and r.get("existed")
+    }
     for record in records or []:
         event = record.get("event")
-        if event == "spawn":
+        if record.get("scratch"):
+            effects += scratch_deletion(record, scope, owned)
+        elif event == "spawn":
             effects.append(spawn_effect(record))
         elif event == "network":
             effects.append(network_effect(record, scope))
@@ -357,6 +366,17 @@ def audit_effects(records: list[dict[str, Any]] | None, scope: RunScope, timed_o
                 effects.append(effect)
     effects = deduplicate(effects)
     return sorted(effects, key=lambda e: e.benign)[: MAX_EFFECTS_PER_SOURCE * 5]
+
+
+def scratch_deletion(record: dict[str, Any], scope: RunScope, owned: frozenset[str] | set[str]) -> list[SideEffect]:
+    """The scratch directory started empty: deleting a path there the run never made (or the directory itself)
+    aims at what, in a real machine's shared $TMPDIR, is someone else's."""
+    path = str(record.get("path"))
+    if path.rstrip("/") != scope.scratch.rstrip("/") and (record.get("existed") or path in owned):
+        return []
+    return [SideEffect(kind="file_delete", target=path, source="audit_hook",
+                       detail="deletion of a path in the scratch directory ($TMPDIR) the run did not create: on a real "
+                       "machine that is another process's file")]  # fmt: skip
 
 
 def log_integrity(records: list[dict[str, Any]] | None, timed_out: bool) -> list[SideEffect]:

@@ -22,6 +22,7 @@ import sys
 _LOG_ENV = "CASCADE_AUDIT_LOG"
 _ALLOW_ENV = "CASCADE_AUDIT_ALLOW"
 _DENY_ENV = "CASCADE_AUDIT_DENY"
+_SCRATCH_ENV = "CASCADE_AUDIT_SCRATCH"
 _SPECIAL_BITS = 0o6000  # setuid, setgid
 # Files that hold credentials: reading one from a test is evidence even when nothing is written.
 _CREDENTIAL = re.compile(
@@ -74,10 +75,11 @@ def _text(value: object) -> str | None:
 
 
 class _Recorder:
-    def __init__(self, fd: int, allowed: tuple[str, ...], denied: tuple[str, ...]) -> None:
+    def __init__(self, fd: int, allowed: tuple[str, ...], denied: tuple[str, ...], scratch: tuple[str, ...]) -> None:
         self.fd = fd
         self.allowed = allowed
         self.denied = denied
+        self.scratch = scratch
         self.lines = 0
         self.busy = False
 
@@ -134,9 +136,16 @@ class _Recorder:
             return
         mode = args[1] if kind == "chmod" and len(args) > 1 and isinstance(args[1], int) else None
         anywhere = kind == "chown" or (mode is not None and mode & _SPECIAL_BITS)
+        record: dict[str, object] = {"event": kind, "path": path}
+        if kind == "delete" and (path.rstrip("/") + "/").startswith(self.scratch):
+            # The scratch directory is the run's own only for what the run made there: deleting a path that is not
+            # there aims at what, on a real machine's shared $TMPDIR, belongs to someone else.
+            record["scratch"] = True
+            record["existed"] = os.path.lexists(path)
+            self.emit(record)
+            return
         if not anywhere and not self.outside(path):
             return
-        record: dict[str, object] = {"event": kind, "path": path}
         if mode is not None:
             record["mode"] = mode
         self.emit(record)
@@ -222,8 +231,8 @@ def _install() -> None:
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError:
         return
-    allowed, denied = _prefixes(_ALLOW_ENV), _prefixes(_DENY_ENV)
-    sys.addaudithook(_Recorder(fd, allowed, denied))
+    allowed, denied, scratch = _prefixes(_ALLOW_ENV), _prefixes(_DENY_ENV), _prefixes(_SCRATCH_ENV)
+    sys.addaudithook(_Recorder(fd, allowed, denied, scratch))
 
 
 _install()
