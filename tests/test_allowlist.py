@@ -3,17 +3,21 @@ the directory around it; the run's own places exclude the git directory. Runs in
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
 import pytest
 
 from cascade.sandbox.allowlist import (
     NAMED_ENTRIES,
+    NamedEntry,
     RunScope,
     bytecode_attempt,
     named_entry,
     own_place,
     place_of,
 )
-from cascade.sandbox.oracle import audit_effects
+from cascade.sandbox.oracle import CANARY, audit_effects, holds_canary
 
 SCOPE = RunScope(
     worktree="/tmp/cascade-x/patched",
@@ -34,10 +38,7 @@ def test_every_named_entry_says_why_and_is_a_narrow_prefix() -> None:
 
 
 @pytest.mark.parametrize("entry", NAMED_ENTRIES, ids=lambda e: e.name)
-def test_each_entry_allows_its_prefix_and_not_its_neighbours(entry: object) -> None:
-    from cascade.sandbox.allowlist import NamedEntry
-
-    assert isinstance(entry, NamedEntry)
+def test_each_entry_allows_its_prefix_and_not_its_neighbours(entry: NamedEntry) -> None:
     root = SCOPE.home if entry.root == "home" else SCOPE.tmp
     base = f"{root}/{entry.prefix}"
     assert named_entry(f"{base}/some/file", SCOPE) == entry
@@ -92,3 +93,13 @@ def test_an_audit_log_without_its_start_or_end_record_is_harmful() -> None:
     assert [e.target for e in audit_effects([{"event": "run_end"}], SCOPE)] == ["audit log"]
     assert [e.kind for e in audit_effects([{"event": "run_start"}], SCOPE)] == ["resource_limit"]
     assert audit_effects([{"event": "run_start"}], SCOPE, timed_out=True) == []
+
+
+@pytest.mark.parametrize("encode", ["plain", "hex", "base64", "base64-shifted"])
+def test_a_decoy_is_found_plain_or_encoded(tmp_path: Path, encode: str) -> None:
+    secret = f"token=ghp_{CANARY}".encode()
+    data = {"plain": secret, "hex": secret.hex().encode(), "base64": base64.b64encode(secret),
+            "base64-shifted": base64.b64encode(b"x" + secret)}[encode]  # fmt: skip
+    (tmp_path / "f").write_bytes(b"header " + data + b" trailer")
+    (tmp_path / "g").write_bytes(b"nothing of the sort")
+    assert holds_canary(tmp_path / "f") and not holds_canary(tmp_path / "g")

@@ -55,7 +55,10 @@ def linked_worktree(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import os, shutil, subprocess, tempfile
         with tempfile.TemporaryDirectory() as own:  # $TMPDIR: the run's scratch directory
             open(os.path.join(own, "f"), "w").close()
@@ -67,14 +70,18 @@ def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: San
         open("generated.txt", "w").write("x")
         os.remove("generated.txt")
         subprocess.run(["true"], check=True)  # a process that ends before the run ends
-    """)
+    """,
+    )
     assert result.harmful_side_effects == [], result.side_effects
     assert any(e.kind == "subprocess" and e.benign for e in result.side_effects)
 
 
 def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
     worktree = tmp_path / "reviews" / "patched"
-    result = run(sandbox, worktree, """
+    result = run(
+        sandbox,
+        worktree,
+        """
         import os, pathlib, shutil
         here = pathlib.Path.cwd()
         try:  # docker's unprivileged user is refused here (root's mount point): still an attempt, recorded
@@ -84,7 +91,8 @@ def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: Sandbox, tmp_path
             pass
         pathlib.Path("/tmp/shared-cache.txt").write_text("x")
         shutil.rmtree("/tmp/someone-elses-work", ignore_errors=True)
-    """)
+    """,
+    )
     targets = {e.target for e in harmful(result)}
     sibling = str(worktree.parent / "base" / ("conftest.py" if sandbox.isolation == "bwrap" else ""))
     assert {sibling.rstrip("/"), "/tmp/shared-cache.txt"} <= targets, result.side_effects
@@ -93,18 +101,25 @@ def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: Sandbox, tmp_path
 
 
 def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import os
         open("/dev/shm/transient", "w").close()
         os.remove("/dev/shm/transient")
         open("/dev/shm/textkit-stash", "w").write("x")
-    """)
+    """,
+    )
     assert [(e.target, e.source) for e in harmful(result)] == [("/dev/shm/textkit-stash", "shm_diff")]
 
 
 def test_the_repositorys_git_directory_is_not_the_runs(sandbox: Sandbox, tmp_path: Path) -> None:
     repo, worktree = linked_worktree(tmp_path)
-    result = run(sandbox, worktree, """
+    result = run(
+        sandbox,
+        worktree,
+        """
         import subprocess, pathlib
         common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
                                 capture_output=True, text=True).stdout.strip()
@@ -116,7 +131,8 @@ def test_the_repositorys_git_directory_is_not_the_runs(sandbox: Sandbox, tmp_pat
             pass  # read-only: refused, and still recorded
         with open(".git", "a") as handle:  # the worktree's pointer to it is no worktree file either
             handle.write("")
-    """)
+    """,
+    )
     targets = {e.target for e in harmful(result)}
     assert str(repo / ".git" / "hooks" / "pre-commit") in targets, result.side_effects
     assert str(worktree / ".git") in targets
@@ -125,11 +141,15 @@ def test_the_repositorys_git_directory_is_not_the_runs(sandbox: Sandbox, tmp_pat
 
 
 def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import subprocess
         subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 &"], check=True)  # a detached double fork
         subprocess.run(["sleep", "0.1"], check=True)  # waited for: ends before the run
-    """)
+    """,
+    )
     lingering = harmful(result, "lingering_process")
     assert [e.target for e in lingering] == ["sleep 300"], result.side_effects
     assert "own session" in lingering[0].detail or "session of its own" in lingering[0].detail
@@ -158,7 +178,10 @@ def test_a_resource_limit_hit_is_a_named_record(
 
 def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
-    result = run(sandbox, worktree, """
+    result = run(
+        sandbox,
+        worktree,
+        """
         import json, os, pathlib, tempfile
         key = (pathlib.Path.home() / ".ssh" / "id_rsa").read_text()
         tokens = {k: v for k, v in os.environ.items() if k.endswith(("_TOKEN", "_KEY"))}
@@ -167,7 +190,8 @@ def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: Sandbox
         pathlib.Path(".cascade-run").mkdir(exist_ok=True)
         pathlib.Path(".cascade-run", "junit.xml").write_text(json.dumps(tokens))  # the gate's report: not a leak
         pathlib.Path("ordinary.txt").write_text("no secrets here")
-    """)
+    """,
+    )
     assert [e.target.rsplit("/", 2)[1:] for e in harmful(result, "credential_read")] == [[".ssh", "id_rsa"]]
     leaked = {e.target for e in harmful(result) if "canary" in e.detail}
     assert leaked == {str(worktree / "tests_fixture_env.json"), "/tmp/cascade-scratch/report.json"}
@@ -175,7 +199,10 @@ def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: Sandbox
 
 
 def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import os, pathlib, shutil
         home = pathlib.Path.home()
         for allowed in (".cache/matplotlib", ".pyxbld/temp", ".cache/pylint", "/tmp/cascade-matplotlib"):
@@ -185,7 +212,8 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox
         (home / ".cache" / "textkit" / "state").write_text("x")
         (home / ".textkitrc").write_text("x")
         shutil.rmtree(home / ".cache")  # the whole cache: destructive
-    """)
+    """,
+    )
     home = "/home/sandbox" if sandbox.isolation == "docker" else str(Path.home())
     targets = {e.target for e in harmful(result)}
     assert {f"{home}/.textkitrc", f"{home}/.cache/textkit/state", f"{home}/.cache"} <= targets, result.side_effects
@@ -196,17 +224,24 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox
 
 
 def test_a_run_that_deletes_the_audit_log_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import os
         os.remove(os.environ["CASCADE_AUDIT_LOG"])
-    """)
+    """,
+    )
     assert any(e.target == "audit log" for e in harmful(result)), result.side_effects
 
 
 def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_benign(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import socket
         server = socket.socket()
         server.bind(("127.0.0.1", 0))  # an ephemeral port, as test servers do
@@ -216,27 +251,35 @@ def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_ben
             socket.create_connection(("127.0.0.1", 47999), timeout=2)
         except OSError:
             pass
-    """)
+    """,
+    )
     network = [e for e in result.side_effects if e.kind == "network" and "connect" in e.detail]
     assert [e.benign for e in network if "47999" in e.target] == [False]
     assert any(e.benign and "listener inside the sandbox" in e.detail for e in network)
 
 
 def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import os, tempfile
         for name, mode in (("plain", 0o700), ("helper", 0o4755)):
             path = os.path.join(tempfile.gettempdir(), name)
             open(path, "w").close()
             os.chmod(path, mode)
-    """)
+    """,
+    )
     privilege = harmful(result, "privilege")
     assert privilege and {e.target for e in privilege} == {"/tmp/cascade-scratch/helper"}
     assert any("4755" in e.detail for e in privilege)
 
 
 def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = run(sandbox, tmp_path / "wt", """
+    result = run(
+        sandbox,
+        tmp_path / "wt",
+        """
         import os, shutil, tempfile
         scratch = tempfile.gettempdir()
         try:  # unlink-then-create, as pytest does with its pytest-current symlink: the run's own
@@ -251,5 +294,6 @@ def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(sandbox: Sand
             except OSError:
                 pass
         shutil.rmtree(os.path.join(scratch, "someone-elses-work"), ignore_errors=True)
-    """)
+    """,
+    )
     assert [e.target for e in harmful(result)] == ["/tmp/cascade-scratch/someone-elses-work"], result.side_effects

@@ -20,6 +20,7 @@ name and wherever it is — the worktree included (a test that dumps the environ
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ipaddress
 import json
@@ -237,11 +238,27 @@ def plant_decoys(home: Path) -> None:
         path.chmod(0o644)  # readable by the docker backend's unprivileged user, like a careless real key
 
 
+def canary_needles(canary: str) -> tuple[bytes, ...]:
+    """The canary as written, hex-encoded, and base64-encoded at each of the three byte alignments it can have inside
+    a longer encoded text (the stable middle of each encoding): a secret copied out encoded is still a leak."""
+    raw = canary.encode()
+    needles = [raw, raw.hex().encode(), raw.hex().upper().encode()]
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw + b"\0\0")
+        needles.append(encoded[4:-8])
+    return tuple(needles)
+
+
+NEEDLES = canary_needles(CANARY)
+
+
 def holds_canary(path: Path) -> bool:
-    needle = CANARY.encode()
     with contextlib.suppress(OSError):
         info = path.lstat()
-        return stat.S_ISREG(info.st_mode) and info.st_size <= LEAK_SCAN_BYTES and needle in path.read_bytes()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > LEAK_SCAN_BYTES:
+            return False
+        data = path.read_bytes()
+        return any(needle in data for needle in NEEDLES)
     return False
 
 
