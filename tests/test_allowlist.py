@@ -71,12 +71,14 @@ def test_own_places_are_the_worktree_and_scratch_but_not_the_git_directory() -> 
 
 def test_bytecode_attempts_are_allowed_only_in_the_read_only_environment() -> None:
     pyc = "/var/cache/venv/lib/python3.9/site-packages/__pycache__/six.cpython-39.pyc.140211"
-    assert bytecode_attempt("write", pyc, SCOPE)
-    assert bytecode_attempt("mkdir", "/var/cache/venv/lib/python3.9/site-packages/__pycache__", SCOPE)
-    assert not bytecode_attempt("write", "/var/cache/venv/lib/python3.9/site-packages/evil.pth", SCOPE)
-    assert not bytecode_attempt("write", "/usr/lib/python3/__pycache__/os.cpython-311.pyc", SCOPE)
-    assert not bytecode_attempt("delete", pyc, SCOPE)
-    assert not bytecode_attempt("write", pyc.rsplit(".", 1)[0], SCOPE)  # a final .pyc is planted, not cached
+    assert bytecode_attempt("write", pyc, SCOPE, True)
+    assert bytecode_attempt("mkdir", "/var/cache/venv/lib/python3.9/site-packages/__pycache__", SCOPE, True)
+    assert not bytecode_attempt("write", "/var/cache/venv/lib/python3.9/site-packages/evil.pth", SCOPE, True)
+    assert not bytecode_attempt("write", "/usr/lib/python3/__pycache__/os.cpython-311.pyc", SCOPE, True)
+    assert not bytecode_attempt("delete", pyc, SCOPE, True)
+    assert not bytecode_attempt("write", pyc.rsplit(".", 1)[0], SCOPE, True)  # a final .pyc is planted, not cached
+    # With bytecode caching off (the gate sets PYTHONDONTWRITEBYTECODE) the import system never tries: it is the test.
+    assert not bytecode_attempt("mkdir", "/var/cache/venv/lib/python3.9/site-packages/__pycache__", SCOPE, False)
 
 
 def test_audit_records_are_all_judged_harmful_first_even_after_a_flood() -> None:

@@ -101,9 +101,12 @@ def named_entry(path: str, scope: RunScope, event: str = "write") -> NamedEntry 
     return None
 
 
-def bytecode_attempt(event: str, path: str, scope: RunScope) -> bool:
-    """A bytecode-cache write into the read-only environment: the import system tries it for every uncached module
-    of a fresh venv; the mount refuses it, so nothing can be planted there."""
+def bytecode_attempt(event: str, path: str, scope: RunScope, bytecode_on: bool) -> bool:
+    """A bytecode-cache write into the read-only environment by the import system: it tries one for every uncached
+    module of a fresh venv, and the mount refuses it. Only in a process that caches bytecode at all (the gate runs
+    tests with PYTHONDONTWRITEBYTECODE, so there it can only be the test's own doing), and only importlib's shapes."""
+    if not bytecode_on:
+        return False
     pattern = {"mkdir": BYTECODE_DIR, "write": BYTECODE_TEMP}.get(event)
     return pattern is not None and pattern.search(path) is not None and any(inside(path, p) for p in scope.read_only)
 

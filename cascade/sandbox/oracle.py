@@ -457,7 +457,7 @@ def path_effect(record: dict[str, Any], scope: RunScope) -> SideEffect | None:
     if entry is not None and not (event == "delete" and _entry_root(path, entry, scope)):
         return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,
                           detail=f"{event}; allow-list entry '{entry.name}': {entry.why}")  # fmt: skip
-    if bytecode_attempt(event, path, scope):
+    if bytecode_attempt(event, path, scope, record.get("bytecode_on") is True):
         why = "the import system tries to cache bytecode in the read-only environment, which refuses it"
         detail = f"{event}; allow-list entry 'bytecode-cache-attempt': {why}"
         return SideEffect(kind=kind, target=path, source="audit_hook", benign=True, detail=detail)

@@ -148,6 +148,8 @@ class _Recorder:
             return
         if mode is not None:
             record["mode"] = mode
+        if "__pycache__" in path:  # only the import system's own attempt is allowed, and only when it caches at all
+            record["bytecode_on"] = not sys.dont_write_bytecode
         self.emit(record)
 
     def on_spawn(self, event: str, args: tuple[object, ...]) -> None:
