@@ -52,6 +52,10 @@ NAMED_ENTRIES: tuple[NamedEntry, ...] = (
                "PYLINTHOME of pylint >= 2.10: run statistics pylint's own tests write on every lint"),
     NamedEntry("pylint-stats-legacy", "home", ".pylint.d",
                "PYLINTHOME of pylint < 2.10: the same statistics in the old location"),
+    NamedEntry("astropy-config", "home", ".astropy/config",
+               "astropy makes its config directory on import (astropy.config.paths); measured on SWE-bench astropy"),
+    NamedEntry("astropy-cache", "home", ".astropy/cache",
+               "astropy's download and data cache directory, made on import next to its config directory"),
 )  # fmt: skip
 
 
