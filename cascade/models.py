@@ -162,6 +162,7 @@ class ReviewRequest(Frozen):
 class EvidenceKind(str, Enum):
     NO_CHANGE = "no_change"
     HYGIENE = "hygiene"
+    INJECTION = "injection"
     STATIC = "static"
     PROBE = "probe"
     REGRESSION = "regression"

@@ -25,6 +25,7 @@ from cascade.patch import parse_patch
 from cascade.stable import run_placeholders, stable_result
 from cascade.stages import default_stages
 from cascade.stages.base import Stage
+from cascade.stages.injection import injection_findings
 from cascade.workspace import Workspace
 
 _DECISIVE = {Outcome.ACCEPT: Decision.ACCEPT, Outcome.REJECT: Decision.REJECT, Outcome.UNCERTAIN: Decision.UNCERTAIN}
@@ -53,11 +54,12 @@ def decide(results: list[StageResult], policy: dict[str, object], apply_method: 
     limitations = [f"{r.stage}: {limit}" for r in results for limit in r.limitations]
     for r in results:
         if r.outcome in _DECISIVE:
+            decision, reason = cap_accept(_DECISIVE[r.outcome], r.reason, results)
             return Verdict(
                 tool_version=__version__,
-                decision=_DECISIVE[r.outcome],
+                decision=decision,
                 deciding_stage=r.stage,
-                reason=with_limitations(r.reason, limitations),
+                reason=with_limitations(reason, limitations),
                 stages=results,
                 policy=policy,
                 cost=cost,
@@ -84,6 +86,15 @@ def decide(results: list[StageResult], policy: dict[str, object], apply_method: 
 def with_limitations(reason: str, limitations: list[str]) -> str:
     """The headline reason, followed by every check that ran weakened (a missing tool is never silent)."""
     return reason if not limitations else f"{reason} [{'; '.join(limitations)}]"
+
+
+def cap_accept(decision: Decision, reason: str, results: list[StageResult]) -> tuple[Decision, str]:
+    """Text addressed to the reviewer (cascade/stages/injection.py) makes an accept ``uncertain``, citing it: an
+    accept rests on no grounded finding, so it must not be one the reviewed text asked for."""
+    found = injection_findings(results)
+    if decision != Decision.ACCEPT or not found:
+        return decision, reason
+    return Decision.UNCERTAIN, f"accept withheld: {found[0].summary.split(' — ')[0]}; the accept was: {reason}"
 
 
 def policy_of(request: ReviewRequest) -> dict[str, object]:

@@ -153,8 +153,9 @@ def test_patch_only_arm_sees_no_evidence_and_may_reject() -> None:
 def test_llm_bench_arms_report_their_budget() -> None:
     cfg = config(llm={"model": "openai/m", "max_calls": 6}, reviewer={"votes": 5})
     arms = {name: ARMS[name] for name in ("patch-only-reviewer", "structured-reviewer", "full-cascade")}
-    assert [s.name for s in arms["patch-only-reviewer"].stages(cfg)] == ["reviewer"]
-    assert [s.name for s in arms["structured-reviewer"].stages(cfg)] == ["no_change", "hygiene", "static", "reviewer"]
+    assert [s.name for s in arms["patch-only-reviewer"].stages(cfg)] == ["injection", "reviewer"]
+    structured = ["no_change", "hygiene", "injection", "static", "reviewer"]
+    assert [s.name for s in arms["structured-reviewer"].stages(cfg)] == structured
     assert [s.name for s in arms["full-cascade"].stages(cfg)][-1] == "reviewer"
     assert arms["patch-only-reviewer"].budget(cfg).llm_calls == 5
     full = arms["full-cascade"].budget(cfg)

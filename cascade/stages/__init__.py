@@ -15,6 +15,7 @@ from cascade.config import CascadeConfig
 from cascade.errors import BadInput
 from cascade.stages.base import Stage
 from cascade.stages.hygiene import HygieneStage
+from cascade.stages.injection import InjectionStage
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.official_tests import OfficialTestsStage
 from cascade.stages.probes import ProbesStage
@@ -25,13 +26,14 @@ from cascade.stages.trace_scan import TraceScanStage
 STAGES: dict[str, Callable[..., Stage]] = {
     "no_change": NoChangeStage,
     "hygiene": HygieneStage,
+    "injection": InjectionStage,  # never decides; caps an accept at uncertain (cascade.pipeline.cap_accept)
     "trace_scan": TraceScanStage,  # needs no checkout and runs nothing: right after no_change
     "static": StaticStage,
     "probes": ProbesStage,
     "reviewer": ReviewerStage,  # last: skipped (and says so) when no llm.model is configured
     "official_tests": OfficialTestsStage,  # not a gate stage: the benchmark's upper-bound arm
 }
-GATE = ("no_change", "hygiene", "trace_scan", "static", "probes", "reviewer")  # what `cascade review` runs
+GATE = ("no_change", "hygiene", "injection", "trace_scan", "static", "probes", "reviewer")  # what `cascade review` runs
 
 
 def make_stage(name: str, **options: Any) -> Stage:
@@ -48,7 +50,7 @@ def make_stages(*names: str) -> list[Stage]:
 
 
 def enabled(config: CascadeConfig, name: str) -> bool:
-    """A stage runs unless its config section says ``enabled: false`` (no_change, hygiene and trace_scan have none)."""
+    """A stage runs unless its config section says ``enabled: false`` (no_change, hygiene, injection and trace_scan have none)."""
     return bool(getattr(getattr(config, name, None), "enabled", True))
 
 
