@@ -20,6 +20,7 @@ from cascade.bench.metrics import (
     metric_set,
     paired_permutation_p,
 )
+from cascade.bench.report import over_rejections
 from cascade.bench.repos import RepoResolver, is_git_repo
 from cascade.bench.rows import BenchCase, LabelClass, TraceRow, TraceStatus
 from cascade.bench.runner import RunOptions, read_rows, run_bench
@@ -480,3 +481,22 @@ def test_swebench_cases_get_the_harness_environment_unless_the_config_names_one(
     explicit = parse_config({"env": {"python": "3.11"}})
     assert config_for_case(explicit, case("sympy/sympy", "1.1")) is explicit
     assert config_for_case(CascadeConfig(), case("someone/else", "1.0")) == CascadeConfig()
+
+
+def test_the_report_lists_each_rejected_acceptable_patch_with_its_line() -> None:
+    # issue 13, point 6: a reader judges the label from the cited line
+    def row(instance: str, label: LabelClass, decision: Decision, evidence: str) -> TraceRow:
+        return TraceRow(
+            instance_id=instance, model="m", arm="rules-only", repo="o/r", label=label, decision=decision,
+            deciding_stage="static", evidence=evidence, repo_available=True,
+        )  # fmt: skip
+
+    cited = "static: reject — 2 patch-caused error(s) (ruff:F821:added-line ×1); first: a/f.py:9: Undefined name `X`"
+    rows = [
+        row("o__r-1", LabelClass.ACCEPTABLE, Decision.REJECT, cited),
+        row("o__r-2", LabelClass.DEFECT, Decision.REJECT, "static: reject — other"),
+        row("o__r-3", LabelClass.ACCEPTABLE, Decision.UNCERTAIN, ""),
+    ]
+    listed = over_rejections(rows)
+    assert len(listed) == 3 and "o__r-1" in listed[2] and "a/f.py:9" in listed[2]
+    assert over_rejections(rows[1:]) == ["None."]

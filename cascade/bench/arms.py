@@ -98,7 +98,7 @@ class PatchOnlyReviewerArm:
     description = "Stage 3 reviewer on issue + patch only (no evidence packet), reviewer_may_reject=any"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [make_stage("reviewer", evidence="none", may_reject="any")]
+        return [make_stage("injection"), make_stage("reviewer", evidence="none", may_reject="any")]
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         votes = config.reviewer.votes
@@ -112,7 +112,7 @@ class StructuredReviewerArm:
     description = "Stage 0 + Stage 1, then the Stage 3 reviewer on the grounded evidence packet; no execution"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return make_stages("no_change", "hygiene", "static", "reviewer")
+        return make_stages("no_change", "hygiene", "injection", "static", "reviewer")
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         votes = config.reviewer.votes

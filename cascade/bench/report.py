@@ -18,7 +18,8 @@ from cascade.bench.metrics import (
     compute_metrics,
     sorted_rows,
 )
-from cascade.bench.rows import TraceRow, TraceStatus
+from cascade.bench.rows import LabelClass, TraceRow, TraceStatus
+from cascade.models import Decision
 
 METRICS_FILE = "metrics.json"
 REPORT_FILE = "report.md"
@@ -108,6 +109,19 @@ def _failures(rows: list[TraceRow]) -> list[str]:
     return lines
 
 
+def over_rejections(rows: list[TraceRow]) -> list[str]:
+    """Every reject of a label-acceptable patch with its deciding reason (the diagnostic's file:line for Stage 1),
+    so a reader can judge the label."""
+    rejected = [r for r in rows if r.label == LabelClass.ACCEPTABLE and r.decision == Decision.REJECT]
+    if not rejected:
+        return ["None."]
+    lines = ["| instance | model | deciding stage | evidence |", "|---|---|---|---|"]
+    for r in rejected:
+        evidence = r.evidence.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {r.instance_id} | {r.model} | {r.deciding_stage or ''} | {evidence} |")
+    return lines
+
+
 def _arm_section(a: ArmMetrics, rows: list[TraceRow]) -> list[str]:
     stage_rows = {f"{s.stage} (alone)": s.alone for s in a.by_stage}
     stage_rows |= {f"up to {s.stage}": s.cumulative for s in a.by_stage}
@@ -143,6 +157,10 @@ def _arm_section(a: ArmMetrics, rows: list[TraceRow]) -> list[str]:
         "### Budget",
         "",
         *_budget(a.budget),
+        "",
+        "### Acceptable patches rejected",
+        "",
+        *over_rejections([r for r in rows if r.arm == a.arm]),
         "",
         "### Rows that are not ok",
         "",

@@ -50,7 +50,8 @@ def make_stages(*names: str) -> list[Stage]:
 
 
 def enabled(config: CascadeConfig, name: str) -> bool:
-    """A stage runs unless its config section says ``enabled: false`` (no_change, hygiene, injection and trace_scan have none)."""
+    """A stage runs unless its config section says ``enabled: false`` (no_change, hygiene, injection and
+    trace_scan have none)."""
     return bool(getattr(getattr(config, name, None), "enabled", True))
 
 
