@@ -68,6 +68,17 @@ class HygieneConfig(Section):
     )
 
 
+InjectionSource = Literal["patch", "commit_message", "issue", "trace"]
+
+
+class InjectionConfig(Section):
+    sources: list[InjectionSource] = Field(
+        default_factory=lambda: ["patch", "commit_message", "issue", "trace"],
+        description="What the prompt-injection scan reads (cascade/stages/injection.py): the patch's added lines, "
+        "its commit message, the issue/PR text, the agent's trace. A finding caps an accept at uncertain.",
+    )
+
+
 class StaticConfig(Section):
     enabled: bool = True
     ruff_select: list[str] = Field(default_factory=lambda: ["F", "E9"])
@@ -181,6 +192,7 @@ class CascadeConfig(Section):
 
     no_change: NoChangeConfig = Field(default_factory=NoChangeConfig)
     hygiene: HygieneConfig = Field(default_factory=HygieneConfig)
+    injection: InjectionConfig = Field(default_factory=InjectionConfig)
     trace_scan: TraceScanConfig = Field(default_factory=TraceScanConfig)
     static: StaticConfig = Field(default_factory=StaticConfig)
     probes: ProbesConfig = Field(default_factory=ProbesConfig)

@@ -224,11 +224,16 @@ def scan_trace(trace: Trace | None) -> list[Finding]:
     return findings
 
 
+_CONFIG_NAME = {"patch": "patch", "commit message": "commit_message", "issue/PR text": "issue", "trace": "trace"}
+
+
 def scan_request(ctx: ReviewContext) -> list[Finding]:
+    """Findings in every source the ``injection`` config section names."""
     issue = (ctx.request.issue_text or "").splitlines()
     findings = scan_patch(ctx.patch)
     findings += scan_lines(issue, "issue/PR text", [f"line {i}" for i in range(1, len(issue) + 1)])
-    return findings + scan_trace(ctx.request.trace)
+    findings += scan_trace(ctx.request.trace)
+    return [f for f in findings if _CONFIG_NAME[f.source] in ctx.config.injection.sources]
 
 
 class InjectionStage:
