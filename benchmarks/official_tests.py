@@ -1,7 +1,7 @@
 """Official-tests arm on the dev split (issue 15, point 5): agreement with the official SWE-bench labels per
 repository and per agent, from the result rows of `cascade bench run --arm official-tests`.
 
-Each prediction set runs with its own command (recorded in the summary), e.g.::
+Each prediction set runs with its own command (each run directory's COMMAND.txt, listed in the summary), e.g.::
 
     python -m cascade bench run --tasks $D/lite.tasks.jsonl --predictions $D/coder-lite/all_preds.jsonl \
         --results $D/coder-lite/results.json --arm official-tests --repos-dir /work/.mirror \
@@ -13,7 +13,8 @@ then this script summarises every run directory it is given::
         --summary benchmarks/results/official_tests.md
 
 Agreement = the arm's decision matches the label (accept ↔ resolved, reject ↔ not resolved or empty); an
-``uncertain`` row (the tests gave no report) counts as a disagreement and is listed. Every number is recomputable
+``uncertain`` row (a run cut short by its time limit, or tests that need the network) counts as a disagreement and
+is listed. Every number is recomputable
 from the run directories' results.jsonl.
 """
 
@@ -62,25 +63,31 @@ def table(groups: dict[str, list[dict[str, Any]]], first: str) -> list[str]:
     return lines
 
 
+def commands_of(directory: Path) -> list[str]:
+    path = directory / "COMMAND.txt"  # every `cascade bench run` that wrote into the directory, in order
+    return [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
 def summary(runs: dict[str, list[dict[str, Any]]], commands: list[str]) -> str:
     everything = [dict(r, run=name) for name, rows in runs.items() for r in rows]
     by_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
     by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
     by_run_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in everything:
+        agent = r["run"].rsplit("/", 1)[-1]  # the prediction set, whichever group of repositories ran it
         by_repo[r["repo"]].append(r)
-        by_run[r["run"]].append(r)
-        by_run_repo[f"{r['run']} · {r['repo']}"].append(r)
+        by_run[agent].append(r)
+        by_run_repo[f"{agent} · {r['repo']}"].append(r)
     ran = [r for r in everything if r["status"] == "ok" and r["stages"]]
     times = sorted(seconds(r) for r in ran)
     lines = [
         "# Official-tests arm: agreement with the official SWE-bench labels (issue 15, point 5)",
         "",
-        "Commands (one per prediction set), then `python benchmarks/official_tests.py …` for this summary:",
+        "Commands (each run directory's COMMAND.txt, in order), then `python benchmarks/official_tests.py …`:",
         "",
         *[f"    {c}" for c in commands],
         "",
-        "## Per prediction set",
+        "## Per prediction set (all repositories that ran)",
         "",
         *table(by_run, "prediction set"),
         "",
@@ -109,14 +116,20 @@ def summary(runs: dict[str, list[dict[str, Any]]], commands: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _label(directory: Path) -> str:
+    """``group/set`` for ``…/group/set`` run directories (e.g. sympy/coder-lite), else the directory name."""
+    return f"{directory.parent.name}/{directory.name}" if directory.parent.name not in ("", ".") else directory.name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="Run directories of `cascade bench run --arm official-tests`.")
     parser.add_argument("--summary", required=True)
-    parser.add_argument("--command", action="append", default=[], help="The bench command of each run (recorded).")
+    parser.add_argument("--command", action="append", default=[], help="Commands to record instead of COMMAND.txt.")
     args = parser.parse_args()
-    runs = {Path(d).name: rows_of(Path(d)) for d in args.runs}
-    text = summary(runs, args.command)
+    runs = {_label(Path(d)): rows_of(Path(d)) for d in args.runs}
+    commands = args.command or [c for d in args.runs for c in commands_of(Path(d))]
+    text = summary(runs, commands)
     Path(args.summary).write_text(text, encoding="utf-8")
     print(text)
 
