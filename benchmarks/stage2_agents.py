@@ -1,9 +1,9 @@
 """Stage 2 without a model on three agents' dev-split patches, per probe source, before and after (issue 15).
 
-One run gives both sides: the stages run with ``probes.exhaustive`` (every regression chunk and probe source runs even
+One run gives both sides: the stages run with ``stage2.exhaustive`` (every regression chunk and probe source runs even
 after a reject; the decision is unchanged), and each grounded reject records its source. "Before" is the decision
 with only what Stage 2 had before issue 15 — the first regression chunk (the 2 nearby files), the trace and pr_tests
-sources, stages 0-1 and the trace scan; "after" adds the wider regression chunks and the issue source (and the trace
+sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and the issue source (and the trace
 source on moatless trajectories, when a reader for them exists).
 
     python benchmarks/stage2_agents.py run --out benchmarks/results/stage2_agents.jsonl --jobs 2
@@ -41,7 +41,6 @@ AGENTS = {"coder": "coder-lite", "moatless-gpt4o": "moatless-gpt4o-lite", "moatl
 SYMPY_EVERY = 10
 RESOLVED_PER_INSTANCE = 2  # the first two resolved submissions per instance, in file order
 SOURCES = ["generated", "issue", "trace", "pr_tests"]  # generated says "no model" and proposes nothing
-OLD_SOURCES = {"trace", "pr_tests", "side_effect", "regression@0"}
 
 
 def task_rows() -> dict[str, dict[str, Any]]:
@@ -93,12 +92,12 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
     spec = spec_for_repo(row["repo"], row["version"])
     env = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
            "extras": spec.extras, "build_extensions": spec.build_extensions} if spec else {}  # fmt: skip
-    probes: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
+    stage2: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
     record: dict[str, Any] = {k: item[k] for k in ("key", "set", "iid", "label")}
     if spec is not None and spec.unsupported:  # stages 0-1 still decide; Stage 2 says why it cannot run
-        probes["enabled"] = False
+        stage2["enabled"] = False
         record["stage2_unavailable"] = spec.unsupported
-    config = parse_config({"env": env, "probes": probes})
+    config = parse_config({"env": env, "stage2": stage2})
     trace = None
     if item.get("trace"):
         try:
@@ -200,17 +199,30 @@ def rejecting_sources(record: dict[str, Any]) -> set[str]:
     return {f["source"] for f in record.get("findings", []) if f["verdict"] == "reject"}
 
 
-def rejects(record: dict[str, Any], sources: set[str] | None) -> bool:
+NEW_SOURCES = {"regression@wider", "issue"}  # what issue 15 added to Stage 2
+
+
+def rejects(record: dict[str, Any], sources: set[str] | None, before: bool = False) -> bool:
+    """Whether any of ``sources`` (None: any) rejects this trace; ``before``: only what existed before issue 15."""
     found = rejecting_sources(record)
-    if sources is not None and record["set"].startswith("moatless"):
-        sources = sources - {"trace"}  # no reader for moatless trajectories before issue 15
+    if before:
+        found -= NEW_SOURCES
+        if record["set"].startswith("moatless"):
+            found -= {"trace"}  # no reader for moatless trajectories before this session
     return bool(found if sources is None else found & sources)
 
 
-def decided_by(record: dict[str, Any]) -> str:
+def source_order(records: list[dict[str, Any]]) -> list[str]:
+    stages = ["no_change", "hygiene", "trace_scan", "static"]
+    probes = ["side_effect", "regression@0", "regression@wider", "issue", "trace", "pr_tests", "generated"]
+    seen = {s for r in records for s in rejecting_sources(r)}
+    return (
+        [s for s in stages if s in seen or s in stages] + [s for s in probes] + sorted(seen - set(stages) - set(probes))
+    )
+
+
+def decided_by(record: dict[str, Any], order: list[str]) -> str:
     """The source of the reject the default (non-exhaustive) order reports first."""
-    order = ["no_change", "trace_scan", "static", "side_effect", "regression@0", "regression@wider", "issue",
-             "trace", "pr_tests"]  # fmt: skip
     found = rejecting_sources(record)
     return next((s for s in order if s in found), "")
 
@@ -218,7 +230,7 @@ def decided_by(record: dict[str, Any]) -> str:
 def report(out: Path) -> str:
     records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
     ok = [r for r in records if r["status"] == "ok"]
-    before = OLD_SOURCES | {"no_change", "trace_scan", "static"}
+    order = source_order(ok)
     lines = ["# Stage 2 per agent and per source, dev split subset (issue 15)", "",
              f"Traces run: {len(records)} ({len(records) - len(ok)} error rows, excluded below).", ""]  # fmt: skip
     lines += ["## Catch / over-rejection / coverage (Wilson 95% CIs), before → after", "",
@@ -233,28 +245,37 @@ def report(out: Path) -> str:
             continue
         d = [r for r in rs if r["label"] == "defect"]
         a = [r for r in rs if r["label"] == "acceptable"]
-        cb, ca = sum(rejects(r, before) for r in d), sum(rejects(r, None) for r in d)
-        ob, oa = sum(rejects(r, before) for r in a), sum(rejects(r, None) for r in a)
-        vb, va = sum(rejects(r, before) for r in rs), sum(rejects(r, None) for r in rs)
+        cb, ca = sum(rejects(r, None, True) for r in d), sum(rejects(r, None) for r in d)
+        ob, oa = sum(rejects(r, None, True) for r in a), sum(rejects(r, None) for r in a)
+        vb, va = sum(rejects(r, None, True) for r in rs), sum(rejects(r, None) for r in rs)
         lines.append(f"| {name} | {len(d)} | {cb}/{len(d)} {wilson(cb, len(d))} | {ca}/{len(d)} {wilson(ca, len(d))} "
                      f"| {len(a)} | {ob}/{len(a)} {wilson(ob, len(a))} | {oa}/{len(a)} {wilson(oa, len(a))} "
                      f"| {vb}/{len(rs)} {wilson(vb, len(rs))} | {va}/{len(rs)} {wilson(va, len(rs))} |")  # fmt: skip
-    sources = ["no_change", "trace_scan", "static", "side_effect", "regression@0", "regression@wider", "issue",
-               "trace", "pr_tests"]  # fmt: skip
-    lines += ["", "## Per source alone (would it reject?), all sets", "",
-              "| source | defects rejected | acceptable rejected |", "|---|---|---|"]  # fmt: skip
+    lines += ["", "## Per source alone (would it reject?): defects rejected / acceptable rejected, per set", "",
+              "| source | " + " | ".join(n for n in [*AGENTS, "gold", "resolved"] if by_set.get(n)) + " |",
+              "|---|" + "---|" * sum(1 for n in [*AGENTS, "gold", "resolved"] if by_set.get(n))]  # fmt: skip
+    for source in order:
+        cells = []
+        for name in [n for n in [*AGENTS, "gold", "resolved"] if by_set.get(n)]:
+            d = [r for r in by_set[name] if r["label"] == "defect"]
+            a = [r for r in by_set[name] if r["label"] == "acceptable"]
+            kd, ka = sum(rejects(r, {source}) for r in d), sum(rejects(r, {source}) for r in a)
+            cells.append(f"{kd}/{len(d)} · {ka}/{len(a)}")
+        lines.append(f"| {source} | " + " | ".join(cells) + " |")
     d_all = [r for r in ok if r["label"] == "defect"]
     a_all = [r for r in ok if r["label"] == "acceptable"]
-    for s in sources:
-        kd, ka = sum(rejects(r, {s}) for r in d_all), sum(rejects(r, {s}) for r in a_all)
-        lines.append(
-            f"| {s} | {kd}/{len(d_all)} {wilson(kd, len(d_all))} | {ka}/{len(a_all)} {wilson(ka, len(a_all))} |"
-        )
+    lines += ["", "All sets together (Wilson 95% CIs):", "", "| source | defects rejected | acceptable rejected |",
+              "|---|---|---|"]  # fmt: skip
+    for source in order:
+        kd, ka = sum(rejects(r, {source}) for r in d_all), sum(rejects(r, {source}) for r in a_all)
+        nd, na = len(d_all), len(a_all)
+        lines.append(f"| {source} | {kd}/{nd} {wilson(kd, nd)} | {ka}/{na} {wilson(ka, na)} |")
     lines += ["", "## Every reject: label, deciding source (default order), all rejecting sources", ""]
     for r in sorted(ok, key=lambda r: r["key"]):
         if rejects(r, None):
-            first = next(f for f in r["findings"] if f["verdict"] == "reject" and f["source"] == decided_by(r))
-            lines.append(f"- {r['key']} ({r['label']}): **{decided_by(r)}** — {first['summary'][:200]}; "
+            source = decided_by(r, order)
+            first = next(f for f in r["findings"] if f["verdict"] == "reject" and f["source"] == source)
+            lines.append(f"- {r['key']} ({r['label']}): **{source}** — {first['summary'][:200]}; "
                          f"all: {', '.join(sorted(rejecting_sources(r)))}")  # fmt: skip
     probes_secs = [r["stages"]["probes"]["seconds"] for r in ok if r.get("stages", {}).get("probes", {}).get("seconds")]
     if probes_secs:
