@@ -246,3 +246,24 @@ def test_only_tests_the_pr_touched_are_its_probes(make_repo: MakeRepo, sandbox: 
     assert result.outcome == Outcome.PASS, result.reason  # test_old_failure fails on both trees: not the PR's probe
     probes = [e.details["test_id"] for e in result.evidence if e.kind == EvidenceKind.PROBE]
     assert probes == ["tests/test_calc.py::test_zero"]
+
+
+def test_side_effects_the_projects_tests_have_on_base_too_are_not_the_patchs(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    """Like astropy making ~/.astropy on import: the base run does it as well, so it says nothing about the patch."""
+    if sandbox.isolation == "none":
+        pytest.skip("needs a sandbox that records side effects")
+    noisy = "import os\nos.makedirs(os.path.expanduser('~/.pkgconfig-dir'), exist_ok=True)\n"
+    files = {**BASE_FILES, "pkg/__init__.py": noisy}
+    repo = make_repo(files)
+    harmless = diff_of(repo, {"pkg/calc.py": CALC.replace('return "old"', 'return "old"  # same')})
+    result = run_stage(repo, harmless, sandbox, sources=[])
+    assert result.outcome == Outcome.PASS, result.reason
+    writing = CALC.replace(
+        "    return a / b", "    open(os.path.expanduser('~/.calc-state'), 'w').close()\n    return a / b"
+    )
+    bad = run_stage(repo, diff_of(repo, {"pkg/calc.py": "import os\n" + writing}), sandbox, sources=[])
+    assert bad.outcome == Outcome.REJECT, bad.reason
+    effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details["side_effects"]
+    assert {e["target"].rsplit("/", 1)[-1] for e in effects} == {".calc-state"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from cascade.execution.runner import TestResult
+from cascade.execution.runner import PytestRun, TestResult
 from cascade.execution.test_selection import chunked
 from cascade.models import EvidenceKind, FileKind, Patch
 from cascade.stages.probes import judging
@@ -48,15 +48,21 @@ def _run_chunk(
     modified = {f.path for f in patch.files if f.kind == FileKind.TEST and not f.is_removed}
     files = {t.split("::", 1)[0] for t in targets} & modified
     pr_versions = {p: (session.patched / p).read_text(encoding="utf-8", errors="replace") for p in sorted(files)}
+    # What the project's own tests do on base too (astropy makes ~/.astropy on import) is not the patch's doing; with
+    # a PR version of a test file on both sides, everything counts (the PR's test code is untrusted on both).
+    project_tests = not pr_versions
+    count = not project_tests
     with placed_many(session.base, pr_versions):  # both sides run the same tests
-        base_run = session.pytest(session.base, targets, whole_files=True, timeout=timeout)
-        patched_run = session.pytest(session.patched, targets, whole_files=True, timeout=timeout)
+        base_run = session.pytest(session.base, targets, whole_files=True, timeout=timeout, count_effects=count)
+        patched_run = session.pytest(session.patched, targets, whole_files=True, timeout=timeout, count_effects=count)
+        if project_tests:
+            _note_added_effects(session, base_run, patched_run)
         if base_run.run_error or patched_run.run_error:
             why = base_run.run_error or patched_run.run_error
             session.info(f"regression check inconclusive on {', '.join(targets)}: {why}", base_run, patched_run)
             return
         suspects = judging.broken_tests(base_run, patched_run)
-        confirmed = _confirm(session, suspects) if suspects else []
+        confirmed = _confirm(session, suspects, count) if suspects else []
     evidence = session.findings.evidence
     known = {e.details.get("test_id") for e in evidence if e.kind == EvidenceKind.REGRESSION}
     confirmed = [t for t in confirmed if t.test_id not in known]  # a file of a later chunk may re-run a test
@@ -70,9 +76,18 @@ def _run_chunk(
         session.info(f"regression: {passed} nearby test(s) passing on base still pass on the patch ({where})")
 
 
-def _confirm(session: Session, suspects: list[TestResult]) -> list[TestResult]:
+def _confirm(session: Session, suspects: list[TestResult], count_effects: bool) -> list[TestResult]:
     """Re-run each suspect once on both trees: it must pass on base and fail the same way on the patch again."""
     ids = [t.test_id for t in suspects]
-    base_again = session.pytest(session.base, ids)
-    patched_again = session.pytest(session.patched, ids)
+    base_again = session.pytest(session.base, ids, count_effects=count_effects)
+    patched_again = session.pytest(session.patched, ids, count_effects=count_effects)
+    if not count_effects:
+        _note_added_effects(session, base_again, patched_again)
     return judging.confirmed(suspects, base_again, patched_again)
+
+
+def _note_added_effects(session: Session, base_run: PytestRun, patched_run: PytestRun) -> None:
+    """Side effects of the patched run that the base run of the same tests did not have: the patch's doing."""
+    baseline = {(e.kind, e.target) for e in base_run.result.side_effects}
+    added = [e for e in patched_run.result.side_effects if (e.kind, e.target) not in baseline]
+    session.note_side_effects(added, session.patched)
