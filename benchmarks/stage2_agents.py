@@ -97,7 +97,7 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
     if spec is not None and spec.unsupported:  # stages 0-1 still decide; Stage 2 says why it cannot run
         stage2["enabled"] = False
         record["stage2_unavailable"] = spec.unsupported
-    config = parse_config({"env": env, "stage2": stage2})
+    config = parse_config({"env": env, "probes": stage2})
     trace = None
     if item.get("trace"):
         try:
