@@ -34,13 +34,14 @@ from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_envir
 from cascade.execution.official import node_ids
 from cascade.execution.repo_specs import spec_for_repo
 from cascade.execution.runner import TestResult, run_pytest
+from cascade.git import git
 from cascade.models import EvidenceKind, ReviewRequest
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.sandbox.select import get_sandbox
 from cascade.stages import make_stage
 from cascade.traces import load_trace
-from cascade.workspace import apply_patch, git
+from cascade.workspace import apply_patch
 
 DATA = Path("/work/shared/data/swebench")
 MIRRORS = Path("/work/.mirror")

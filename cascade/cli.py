@@ -14,11 +14,12 @@ import click
 from cascade import __version__
 from cascade.config import load_config
 from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError, read_input_text
+from cascade.git import git
 from cascade.models import ReviewRequest, Verdict
 from cascade.patch import decode_patch_bytes
 from cascade.report import FORMATS, Format, render
 from cascade.traces import load_trace
-from cascade.workspace import git, resolve_commit, resolve_repo
+from cascade.workspace import resolve_commit, resolve_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 

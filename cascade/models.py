@@ -248,6 +248,12 @@ class StageResult(BaseModel):
         "only'); the verdict's reason repeats them, so a weaker check is never silent.",
     )
 
+    @classmethod
+    def skipped(cls, stage: str, reason: str) -> StageResult:
+        """A stage that could not run (no checkout, tool, sandbox or model): the reason is its only evidence."""
+        evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
+        return cls(stage=stage, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
+
 
 class Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -13,8 +13,6 @@ from cascade.llm.errors import CassetteMiss
 from cascade.models import (
     Cost,
     Decision,
-    Evidence,
-    EvidenceKind,
     Outcome,
     Patch,
     ReviewRequest,
@@ -42,8 +40,7 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
         raise
     except Exception as exc:
         reason = f"stage crashed: {type(exc).__name__}: {exc}"
-        evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
-        result = StageResult(stage=stage.name, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
+        result = StageResult.skipped(stage.name, reason)
     result.cost.seconds = round(time.perf_counter() - started, 4)
     workspace = ctx.workspace
     return stable_result(result, run_placeholders(workspace.base_dir, workspace.patched_dir) if workspace else {})

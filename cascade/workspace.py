@@ -9,9 +9,9 @@ from pathlib import Path
 from types import TracebackType
 
 from cascade.errors import BadInput, CascadeError, IncompleteRepository
+from cascade.git import git, run_git
 from cascade.models import Patch
 
-GIT_TIMEOUT = 600
 # What git prints when the object store lacks objects a checkout needs (partial clones, incomplete mirrors)
 _MISSING_OBJECT_MARKERS = (
     "Could not reset index file",
@@ -24,40 +24,23 @@ _MISSING_OBJECT_MARKERS = (
 )
 
 
-def git(repo: Path | str, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT) -> str:
-    """Run git with hooks and user config that could alter the result neutralised."""
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and proc.returncode != 0:
-        raise CascadeError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip()}")
-    return proc.stdout
-
-
 def resolve_repo(repo: str | Path) -> Path:
     path = Path(repo).expanduser().resolve()
     if not path.is_dir():
         raise BadInput(f"repository not found: {repo}")
-    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True)
+    proc = run_git(path, "rev-parse", "--git-dir")
     if proc.returncode != 0:
         raise BadInput(f"not a git repository: {repo}")
     return path
 
 
 def has_commits(repo: Path) -> bool:
-    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "-n", "1", "--all"], capture_output=True, text=True)
+    proc = run_git(repo, "rev-list", "-n", "1", "--all")
     return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if proc.returncode != 0 or not proc.stdout.strip():
         if not has_commits(repo):
             raise BadInput(f"repository {repo} has no commits: commit the base tree first (the patch applies to it)")
@@ -98,10 +81,7 @@ class Workspace:
         for f in patch.files:
             if f.source_path is None:
                 continue
-            proc = subprocess.run(
-                ["git", "-C", str(self.repo), "cat-file", "-e", f"{self.base_commit}:{f.source_path}"],
-                capture_output=True,
-            )
+            proc = run_git(self.repo, "cat-file", "-e", f"{self.base_commit}:{f.source_path}")
             if proc.returncode != 0:
                 if self._in_tree(f.source_path):
                     raise IncompleteRepository(
@@ -137,9 +117,7 @@ class Workspace:
 
 
 def _git_apply(tree: Path, data: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(tree), "apply", "--whitespace=nowarn", "-"], input=data, capture_output=True, text=True
-    )
+    return run_git(tree, "apply", "--whitespace=nowarn", "-", input=data)
 
 
 def missing_object_line(git_error: str) -> str | None:
@@ -177,6 +155,6 @@ def apply_patch(tree: Path, patch_text: str, text_part: str = "") -> str:
     )
     if proc.returncode == 0:
         return "patch-fuzz"
-    subprocess.run(["git", "-C", str(tree), "checkout", "--", "."], capture_output=True)
-    subprocess.run(["git", "-C", str(tree), "clean", "-fdq"], capture_output=True)
+    run_git(tree, "checkout", "--", ".")
+    run_git(tree, "clean", "-fdq")
     raise BadInput(f"patch does not apply: {' '.join(git_error) or proc.stdout.strip().splitlines()[-1:]}")

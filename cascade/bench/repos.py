@@ -14,12 +14,13 @@ its traces run only the stages that need no checkout. Worktrees are added to the
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
+
+from cascade.git import run_git
 
 DEFAULT_URL_TEMPLATE = "https://github.com/{repo}.git"
 PROBE_TIMEOUT = 15.0  # seconds for `git ls-remote`: an unreachable host must not stall the run
@@ -54,15 +55,7 @@ def layout_candidates(repos_dir: Path, repo: str) -> list[Path]:
 def _git(args: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str] | None:
     """Run git; None when it did not finish in time or could not start."""
     try:
-        return subprocess.run(
-            ["git", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=cwd,
-            env={**os.environ, **_QUIET_GIT_ENV},
-            stdin=subprocess.DEVNULL,
-        )
+        return run_git(cwd, *args, timeout=timeout, env=_QUIET_GIT_ENV)
     except (subprocess.TimeoutExpired, OSError):
         return None
 

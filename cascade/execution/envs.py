@@ -29,6 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.errors import CascadeError
+from cascade.git import run_git
 from cascade.sandbox.allowlist import MPLCONFIGDIR_IN_SANDBOX
 from cascade.tools import find_tool, tool_path_hint
 
@@ -139,9 +140,7 @@ def _scm_version_target(tree: Path) -> Path | None:
 
 def _describe_version(tree: Path) -> str:
     """``5.4.0-195-g4787fd6`` → ``5.4.0.dev195+g4787fd6`` (a PEP 440 version); 0.0.0 without tags."""
-    proc = subprocess.run(
-        ["git", "describe", "--tags", "--long"], cwd=tree, capture_output=True, text=True, timeout=60, check=False
-    )
+    proc = run_git(tree, "describe", "--tags", "--long", timeout=60)
     match = re.fullmatch(r"v?(.+)-(\d+)-(g[0-9a-f]+)", proc.stdout.strip())
     if proc.returncode != 0 or match is None:
         return "0.0.0"

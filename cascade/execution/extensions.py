@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.execution.envs import DEFAULT_CACHE, Environment, EnvironmentUnavailable, _describe_version, _locked
+from cascade.git import run_git
 
 EXTENSION_SOURCES = (
     "*.c", "*.h", "*.cc", "*.cpp", "*.hpp", "*.pyx", "*.pxd", "*.pxi", "*.f", "*.f90",
@@ -56,7 +57,7 @@ def is_extension_source(path: str) -> bool:
 
 
 def _git(tree: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=tree, capture_output=True, text=True, timeout=300, check=False)
+    proc = run_git(tree, *args, timeout=300)
     if proc.returncode != 0:
         raise EnvironmentUnavailable(f"git {args[0]} failed in {tree}: {proc.stderr.strip()[:200]}")
     return proc.stdout

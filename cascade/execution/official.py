@@ -13,7 +13,6 @@ parametrised id such as ``test_x[a b]`` to ``test_x[a``. Both are matched to the
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -22,10 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.execution.envs import Environment
 from cascade.execution.runner import NEEDS_NETWORK, PytestRun, TestResult, run_pytest
+from cascade.git import git, run_git
 from cascade.models import OfficialTests
 from cascade.patch import parse_patch
 from cascade.sandbox.base import Sandbox
-from cascade.workspace import apply_patch, git
+from cascade.workspace import apply_patch
 
 ListedStatus = Literal["pass", "fail", "setup_error", "needs_network", "skipped", "missing"]
 _FAILING: tuple[ListedStatus, ...] = ("fail", "setup_error", "needs_network", "missing")
@@ -64,9 +64,7 @@ def test_patch_files(test_patch: str) -> list[str]:
 def prepare_official_tree(tree: Path, base_commit: str, test_patch: str) -> None:
     """Reset the test_patch's files to ``base_commit`` and apply the test_patch, as the harness does."""
     for path in test_patch_files(test_patch):
-        exists = subprocess.run(
-            ["git", "-C", str(tree), "cat-file", "-e", f"{base_commit}:{path}"], capture_output=True
-        ).returncode == 0  # fmt: skip
+        exists = run_git(tree, "cat-file", "-e", f"{base_commit}:{path}").returncode == 0
         if exists:
             git(tree, "checkout", base_commit, "--", path)
         else:

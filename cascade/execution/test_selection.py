@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cascade.paths import is_test_file, module_of
+
 SelectionReason = Literal["name", "import", "test_name", "import_hop"]
 MAX_TEST_NAME_MATCHES = 20
 MIN_FUNCTION_NAME = 4
@@ -40,23 +42,6 @@ class SelectedTests(BaseModel):
 
     target: str = Field(description="A test file, or one test's node id (file::name).")
     reason: SelectionReason
-
-
-def is_test_file(path: str) -> bool:
-    name = PurePosixPath(path).name
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
-
-
-def module_of(path: str) -> str | None:
-    """Dotted module name of a repository-relative Python path (src/ layout aware)."""
-    if not path.endswith(".py"):
-        return None
-    parts = list(PurePosixPath(path).with_suffix("").parts)
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts) or None
 
 
 def imported_modules(text: str, own_module: str, is_package: bool = False) -> set[str]:

@@ -14,11 +14,12 @@ from pydantic import BaseModel, ValidationError
 
 from cascade.config import CascadeConfig, parse_config
 from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
+from cascade.git import git
 from cascade.github_action.api import GitHub, GitHubError, short_error
 from cascade.github_action.event import ActionInputs, PullRequest
 from cascade.llm.overrides import with_llm_overrides
 from cascade.models import Verdict
-from cascade.workspace import git, resolve_commit
+from cascade.workspace import resolve_commit
 
 LLM_KEY_ENV = "CASCADE_LLM_API_KEY"  # the variable the README tells users to pass the LLM key in
 NO_MODEL = "none"  # the `model` input's value that turns the LLM stages off

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
 from cascade.errors import BadInput
+from cascade.git import run_git
 from cascade.models import Trace
 from cascade.redteam.models import CaseKind, CaseSpec, RedteamCase
 from cascade.traces import trace_from_data
@@ -76,8 +75,6 @@ def make_target_repo(dest: Path, corpus: Path = DEFAULT_CORPUS) -> Path:
     if not source.is_dir():
         raise BadInput(f"red-team target repository not found: {source}")
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    env = {**os.environ, **_GIT_IDENTITY}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "textkit 0.4.0"]):
-        subprocess.run(["git", "-C", str(dest), "-c", "core.hooksPath=/dev/null", *args], check=True,
-                       capture_output=True, env=env)
+        run_git(dest, *args, env=_GIT_IDENTITY).check_returncode()
     return dest

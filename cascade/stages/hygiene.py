@@ -27,6 +27,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 from cascade.context import ReviewContext
+from cascade.git import run_git
 from cascade.models import Evidence, EvidenceKind, Outcome, Patch, StageResult
 
 ARTIFACT_FILES: dict[str, str] = {  # basename glob → what it is
@@ -152,9 +153,9 @@ def ignored_paths(tree: Path, paths: list[str], timeout: float = 60) -> tuple[li
     """The paths the tree's own ``.gitignore`` files ignore, and an error text when git could not tell."""
     if not paths:
         return [], None
-    argv = ["git", "-C", str(tree), "-c", "core.excludesFile=/dev/null", "check-ignore", "--no-index", "--stdin", "-z"]
+    args = ["-c", "core.excludesFile=/dev/null", "check-ignore", "--no-index", "--stdin", "-z"]
     try:
-        proc = subprocess.run(argv, input="\0".join(paths) + "\0", capture_output=True, text=True, timeout=timeout)
+        proc = run_git(tree, *args, input="\0".join(paths) + "\0", timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return [], f"git check-ignore failed: {exc}"
     if proc.returncode not in (0, 1):  # 1: nothing ignored
@@ -166,14 +167,13 @@ def tracked_paths(tree: Path, directories: set[str]) -> set[str]:
     """Paths the base tree tracks in ``directories`` (``.`` is the root; subdirectories are listed too)."""
     if not directories:
         return set()
-    argv = ["git", "-C", str(tree), "ls-files", "--", *sorted(directories)]
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = run_git(tree, "ls-files", "--", *sorted(directories))
     return set(proc.stdout.splitlines()) if proc.returncode == 0 else set()
 
 
 def package_dirs(tree: Path) -> set[str]:
     """Directories named like build output that hold a Python package in the tree."""
-    proc = subprocess.run(["git", "-C", str(tree), "ls-files", "--", "*__init__.py"], capture_output=True, text=True)
+    proc = run_git(tree, "ls-files", "--", "*__init__.py")
     parents = {str(PurePosixPath(p).parent) for p in proc.stdout.splitlines()}
     return {d for d in parents if PurePosixPath(d).name in PACKAGE_DIR_NAMES}
 

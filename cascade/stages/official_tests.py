@@ -26,10 +26,11 @@ from cascade.execution.envs import Environment, ensure_environment
 from cascade.execution.extensions import ensure_extensions, install_products
 from cascade.execution.official import OfficialGrade, prepare_official_tree, run_official_tests
 from cascade.execution.repo_specs import spec_for_repo
+from cascade.git import git
 from cascade.models import Evidence, EvidenceKind, OfficialTests, Outcome, StageResult
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes.environment import make_environment, make_sandbox
-from cascade.workspace import apply_patch, git
+from cascade.workspace import apply_patch
 
 LISTED = 8  # failing tests named in the reason; the evidence lists them all
 
@@ -44,11 +45,11 @@ class OfficialTestsStage:
     def run(self, ctx: ReviewContext) -> StageResult:
         tests = ctx.request.official_tests
         if tests is None:
-            return _result(Outcome.SKIPPED, "no official tests given (a task row's test_patch and test lists)")
+            return StageResult.skipped(self.name, "no official tests given (a task row's test_patch and test lists)")
         if not ctx.patch.files:
             return _result(Outcome.REJECT, "empty patch: the harness does not resolve an empty patch", grounded=True)
         if ctx.workspace is None:
-            return _result(Outcome.SKIPPED, ctx.unavailable_reason() or "repository unavailable")
+            return StageResult.skipped(self.name, ctx.unavailable_reason() or "repository unavailable")
         try:
             with _tree(ctx.workspace.repo, ctx.workspace.base_commit) as tree:
                 apply_patch(tree, ctx.patch.text)

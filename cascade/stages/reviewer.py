@@ -212,11 +212,11 @@ class ReviewerStage:
     def run(self, ctx: ReviewContext) -> StageResult:
         cfg = ctx.config
         if not cfg.llm.model:
-            return self._result(Outcome.SKIPPED, NO_MODEL, [self._note(NO_MODEL)], Cost())
+            return StageResult.skipped(self.name, NO_MODEL)
         try:
             client = LLMClient(cfg.llm, spent=sum((r.cost for r in ctx.results), Cost()), extra_params=self._extra)
         except (LLMNotConfigured, BadInput) as exc:
-            return self._result(Outcome.SKIPPED, str(exc), [self._note(str(exc))], Cost())
+            return StageResult.skipped(self.name, str(exc))
         packet = build_packet(ctx, self._evidence)
         ballots, failure = self._collect(client, packet, cfg.reviewer.votes, cfg.reviewer.temperature)
         evidence = [self._packet_note(ctx, packet), *(_ballot_evidence(b) for b in ballots)]
@@ -276,9 +276,6 @@ class ReviewerStage:
         }
         summary = f"asked {ctx.config.llm.model} for {ctx.config.reviewer.votes} votes on prompt {TEMPLATE}"
         return Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
-
-    def _note(self, summary: str) -> Evidence:
-        return Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=summary)
 
     def _result(self, outcome: Outcome, reason: str, evidence: list[Evidence], cost: Cost) -> StageResult:
         return StageResult(stage=self.name, outcome=outcome, reason=reason, evidence=evidence, cost=cost)

@@ -53,8 +53,7 @@ class StaticStage:
     def run(self, ctx: ReviewContext) -> StageResult:
         reason = ctx.unavailable_reason()
         if reason is not None or ctx.workspace is None:
-            evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason or "no checkout")
-            return StageResult(stage=self.name, outcome=Outcome.SKIPPED, reason=reason or "", evidence=[evidence])
+            return StageResult.skipped(self.name, reason or "no checkout")
         cfg = ctx.config.static
         base, patched = ctx.workspace.base_dir, ctx.workspace.patched_dir
         targets = find_targets(ctx.patch, base, patched, cfg.max_dependents, ctx.config.no_change, cfg.timeout_seconds)

@@ -22,8 +22,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.config import NoChangeConfig
+from cascade.git import run_git
 from cascade.models import FilePatch, Patch
 from cascade.patch import classify
+from cascade.paths import module_of
 from cascade.static.rules import resolve_relative
 
 Defs = dict[str, str]  # name → ast dump of its signature ("" for plain assignments)
@@ -91,14 +93,8 @@ def changed_names(base_source: str | None, patched_source: str | None) -> set[st
     return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
 
 
-def module_path(rel_path: str) -> str:
-    """``pkg/sub/mod.py`` → ``pkg.sub.mod``; ``src/`` layouts drop the ``src`` prefix; packages drop ``__init__``."""
-    parts = list(Path(rel_path).with_suffix("").parts)
-    if parts and parts[0] in ("src", "lib"):
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+def module_name(rel_path: str) -> str:
+    return module_of(rel_path) or ""
 
 
 def _read(tree: Path, rel: str | None) -> str | None:
@@ -113,7 +109,7 @@ def _read(tree: Path, rel: str | None) -> str | None:
 def _file_names(f: FilePatch, base: Path, patched: Path) -> set[str]:
     names = changed_names(_read(base, f.source_path), _read(patched, f.target_path))
     if f.source_path and (f.is_removed or f.is_rename):
-        names.add(module_path(f.source_path))
+        names.add(module_name(f.source_path))
     return names
 
 
@@ -121,12 +117,12 @@ def git_grep_files(tree: Path, names: list[str], timeout: float) -> list[str]:
     """Tracked Python files of ``tree`` that contain any of ``names`` as a whole word."""
     if not names:
         return []
-    args = ["git", "-C", str(tree), "grep", "-l", "-w", "-F", "--no-color"]
+    args = ["grep", "-l", "-w", "-F", "--no-color"]
     for name in names:
         args += ["-e", name]
     args += ["--", "*.py"]
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        proc = run_git(tree, *args, timeout=timeout)
     except (subprocess.TimeoutExpired, OSError):
         return []
     return [line for line in proc.stdout.splitlines() if line]
@@ -177,12 +173,12 @@ def find_targets(
     for f in py:
         names |= _file_names(f, base, patched)
     changed = set(base_changed) | set(patched_changed)
-    gone = sorted({module_path(f.source_path) for f in py if f.source_path and (f.is_removed or f.is_rename)})
+    gone = sorted({module_name(f.source_path) for f in py if f.source_path and (f.is_removed or f.is_rename)})
     importers = [p for p in importers_of(patched, gone, timeout) if p not in changed and (base / p).is_file()]
     found = [p for p in git_grep_files(patched, sorted(names), timeout) if p not in changed and p not in importers]
     found = [p for p in found if (base / p).is_file() and (patched / p).is_file()]
     # files that also name a changed module are likelier importers than a same-named method elsewhere
-    stems = sorted({module_path(p).rsplit(".", 1)[-1] for p in changed if module_path(p)})
+    stems = sorted({module_name(p).rsplit(".", 1)[-1] for p in changed if module_name(p)})
     near = set(git_grep_files(patched, stems, timeout)) if found else set()
     found.sort(key=lambda p: (classify(p, no_change).value == "test", p not in near, p))
     importers.sort(key=lambda p: (classify(p, no_change).value == "test", p))

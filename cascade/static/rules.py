@@ -39,6 +39,7 @@ from functools import cached_property
 from pathlib import Path
 
 from cascade.models import Diagnostic
+from cascade.paths import module_parts
 
 SOURCE_ROOTS = ("", "src", "lib")
 _UNKNOWN_IMPORT_SYMBOL = re.compile(r'^"(?P<name>[\w.]+)" is unknown import symbol')
@@ -118,18 +119,11 @@ class RepoLayout:
         return self._asts[rel_path]
 
 
-def module_of_file(rel_path: str) -> list[str]:
-    parts = list(Path(rel_path).with_suffix("").parts)
-    if parts and parts[0] in ("src", "lib"):
-        parts = parts[1:]
-    return parts
-
-
 def resolve_relative(rel_path: str, module: str | None, level: int) -> str:
     """The absolute dotted name of ``from <level dots><module> import …`` written in ``rel_path``."""
     if level == 0:
         return module or ""
-    package = module_of_file(rel_path)[:-1]  # a module's package; for __init__.py the package itself
+    package = module_parts(rel_path)[:-1]  # a module's package; for __init__.py the package itself
     package = package[: len(package) - (level - 1)] if level > 1 else package
     return ".".join([*package, *([module] if module else [])])
 

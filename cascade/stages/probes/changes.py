@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from cascade.models import FileKind, Patch
-
-
-def module_of(path: str) -> str | None:
-    """Dotted module name of a repository-relative Python path (src/ layout aware)."""
-    if not path.endswith(".py"):
-        return None
-    parts = list(PurePosixPath(path).with_suffix("").parts)
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts) or None
 
 
 def changed_lines(patch: Patch, tree: Path) -> dict[Path, set[int]]:

@@ -6,9 +6,9 @@ import ast
 from pathlib import Path, PurePosixPath
 
 from cascade.execution.test_selection import SelectedTests, changed_functions, select_tests
+from cascade.git import git
 from cascade.models import FileKind, Patch
-from cascade.stages.probes.changes import module_of
-from cascade.workspace import git
+from cascade.paths import is_test_file, module_of
 
 MAX_REGRESSION_FILES = 2  # nearby test files per review (name-mapped first): each runs on both trees
 
@@ -20,7 +20,7 @@ def select_regression_tests(patch: Patch, tree: Path, limit: int = MAX_REGRESSIO
     if not modules:
         return []
     removed = {f.path for f in patch.files if f.is_removed}
-    tracked = [p for p in git(tree, "ls-files", "--", "*.py").splitlines() if _is_test_file(p) and p not in removed]
+    tracked = [p for p in git(tree, "ls-files", "--", "*.py").splitlines() if is_test_file(p) and p not in removed]
     leaves = {m.rsplit(".", 1)[-1] for m in modules}
     stems = {f"test_{x}" for x in leaves} | {f"{x}_test" for x in leaves}
     by_name = [p for p in tracked if PurePosixPath(p).stem in stems]
@@ -42,11 +42,6 @@ def wider_regression_selection(patch: Patch, base: Path, patched: Path, exclude:
     tracked = git(base, "ls-files", "--", "*.py").splitlines()
     selection = select_tests(base, tracked, [f.path for f in code], functions, exclude=exclude | removed)
     return [s for s in selection if s.target not in exclude]
-
-
-def _is_test_file(path: str) -> bool:
-    name = PurePosixPath(path).name
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def _proximity(test_path: str, changed: list[str]) -> int:

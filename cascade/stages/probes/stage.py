@@ -9,7 +9,7 @@ from pathlib import Path
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
 from cascade.execution.envs import Environment
-from cascade.models import Evidence, EvidenceKind, Outcome, StageResult
+from cascade.models import Evidence, EvidenceKind, StageResult
 from cascade.probesources import default_probe_sources
 from cascade.probesources.base import ProbeSource
 from cascade.probesources.generated import llm_accounting
@@ -42,14 +42,14 @@ class ProbesStage:
     def run(self, ctx: ReviewContext) -> StageResult:
         started = time.perf_counter()
         if ctx.workspace is None:
-            return _skipped(self.name, ctx.unavailable_reason() or "repository unavailable")
+            return StageResult.skipped(self.name, ctx.unavailable_reason() or "repository unavailable")
         base, patched = Path(ctx.workspace.base_dir), Path(ctx.workspace.patched_dir)
         try:
             sandbox = self._sandbox or make_sandbox(ctx.config)
             env = self._environment or make_environment(ctx.config, ctx.request.repo, base)
             built = prepare_extensions(ctx.config, env, base, patched, [f.path for f in ctx.patch.files])
         except CascadeError as exc:
-            return _skipped(self.name, f"no execution environment: {exc}")
+            return StageResult.skipped(self.name, f"no execution environment: {exc}")
         session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched))
         summary = f"ran in sandbox '{sandbox.isolation}' with {env.description}"
         details = {"isolation": sandbox.isolation, "python": env.python_version}
@@ -73,8 +73,3 @@ class ProbesStage:
         result = judging.decide(self.name, session.findings, time.perf_counter() - started)
         result.cost = result.cost + llm_cost
         return result
-
-
-def _skipped(stage: str, reason: str) -> StageResult:
-    evidence = Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=reason)
-    return StageResult(stage=stage, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
