@@ -204,7 +204,7 @@ def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
     if spec.unsupported:
         return {**record, "outcome": "skipped", "reason": spec.unsupported}
     try:
-        # One nearby test file (test_<module>.py first), as in design §3's measurement; it bounds the run time.
+        # One nearby test file (test_<module>.py first), as Stage 2's first measurement did; it bounds the run time.
         verdict = review(request, stages=[make_stage("probes", max_regression_files=1)])
     except CascadeError as exc:
         return {**record, "outcome": "error", "reason": str(exc)}

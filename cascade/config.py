@@ -30,7 +30,7 @@ DEFAULT_TEST_GLOBS = [
     "**/conftest.py",
 ]
 
-# Rule classes that may reject (design §3). Each one earned its place by zero rejections of the gold and
+# Rule classes that may reject. Each one earned its place by zero rejections of the gold and
 # officially-resolved SWE-bench patches measured so far; see benchmarks/static_soundness.py and its results in
 # benchmarks/results/static_soundness.md (per-class counts of new diagnostics on acceptable and defect patches).
 DEFAULT_REJECT_RULES = [

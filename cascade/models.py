@@ -1,4 +1,4 @@
-"""Pydantic models: the only currency between stages, reports and the benchmark (design §2)."""
+"""Pydantic models: the only currency between stages, reports and the benchmark (docs/architecture.md, Flow)."""
 
 from __future__ import annotations
 

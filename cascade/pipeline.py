@@ -1,4 +1,4 @@
-"""Run the stages in order, stop at the first decision, record per-stage time (design §3)."""
+"""Run the stages in order, stop at the first decision, record per-stage time (docs/architecture.md, Stages)."""
 
 from __future__ import annotations
 

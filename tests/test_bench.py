@@ -12,14 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from cascade.bench.arms import ARMS, ArmBudget, get_arm
+from cascade.bench.compare import compare, mcnemar_exact_p, paired_permutation_p
 from cascade.bench.data import build_cases, gold_predictions, load_predictions, load_resolved, load_tasks
-from cascade.bench.metrics import (
-    compare,
-    compute_metrics,
-    mcnemar_exact_p,
-    metric_set,
-    paired_permutation_p,
-)
+from cascade.bench.metrics import compute_metrics, metric_set
 from cascade.bench.report import over_rejections
 from cascade.bench.repos import RepoResolver, is_git_repo
 from cascade.bench.rows import BenchCase, LabelClass, TraceRow, TraceStatus

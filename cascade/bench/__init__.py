@@ -1,1 +1,1 @@
-"""Offline benchmark: replay SWE-bench-format traces through arms of the gate and score them (design §6)."""
+"""Offline benchmark: replay SWE-bench-format traces through arms of the gate and score them."""

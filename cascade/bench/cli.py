@@ -1,4 +1,4 @@
-"""`cascade bench run | report | compare` — replay SWE-bench traces and score the gate (design §6).
+"""`cascade bench run | report | compare` — replay SWE-bench traces and score the gate.
 
 Exit codes: 0 done (crashed or timed-out traces are rows, not failures of the run), 3 bad input or usage,
 4 internal error. Heavy modules (numpy, matplotlib, the pipeline) load inside the commands so `cascade review`
@@ -240,7 +240,7 @@ def compare_command(
     a_jsonl: str, b_jsonl: str, arm_a: str | None, arm_b: str | None, fmt: str, output: str | None, seed: int
 ) -> None:
     """Paired comparison of two result sets on their common (instance, model) traces."""
-    from cascade.bench.metrics import compare, only_arm
+    from cascade.bench.compare import compare, only_arm
     from cascade.bench.report import render_comparison
     from cascade.bench.runner import read_rows
 

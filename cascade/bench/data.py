@@ -1,4 +1,4 @@
-"""Read SWE-bench inputs exactly as published and join them into labelled cases (design §6).
+"""Read SWE-bench inputs exactly as published and join them into labelled cases.
 
 - task rows: JSONL in the Hugging Face schema (``instance_id, repo, base_commit, problem_statement, patch, …``);
 - predictions: JSONL (or a JSON list / mapping) of ``instance_id, model_name_or_path, model_patch``;

@@ -1,4 +1,4 @@
-"""Metrics as the paper defines them (design §6), with seeded 95% bootstrap CIs over traces.
+"""Metrics as the paper defines them, with seeded 95% bootstrap CIs over traces.
 
 catch = P(reject | defect), miss = P(accept | defect), over-rejection = P(reject | acceptable),
 coverage = P(decided), risk = P(wrong | decided) where wrong = reject of an acceptable or accept of a defect.
@@ -8,7 +8,6 @@ defects in the headline numbers and have their own row in the per-class breakdow
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -20,13 +19,10 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.bench.rows import DEFAULT_RESAMPLES, DEFAULT_SEED, ArmBudget, TraceRow
-from cascade.errors import BadInput
 from cascade.models import Decision
 
 METRICS_SCHEMA_VERSION = "1.1"  # 1.1: agreement
 CONFIDENCE = 0.95
-EXACT_PERMUTATION_MAX = 16  # up to 2**16 sign patterns are enumerated; beyond, seeded Monte Carlo
-PERMUTATION_RESAMPLES = 20000
 METRIC_NAMES = ("catch", "miss", "over_rejection", "coverage", "risk", "agreement")
 
 Bools = NDArray[np.bool_]
@@ -158,7 +154,7 @@ def _ratio(num: NDArray[np.int64], den: NDArray[np.int64]) -> NDArray[np.float64
     return out
 
 
-def _rounded(x: float) -> float:
+def rounded(x: float) -> float:
     return round(float(x), 4)
 
 
@@ -176,13 +172,13 @@ def estimates(outcomes: Outcomes, rng: np.random.Generator, resamples: int) -> d
     out: dict[str, Estimate] = {}
     for name in METRIC_NAMES:
         num, den = int(point[name][0]), int(point[name][1])
-        est = Estimate(value=_rounded(num / den) if den else None, numerator=num, denominator=den)
+        est = Estimate(value=rounded(num / den) if den else None, numerator=num, denominator=den)
         if boot is not None and den:
             values = _ratio(*boot[name])
             values = values[~np.isnan(values)]
             if values.size:
                 low, high = np.percentile(values, [tail, 100 - tail])
-                est = est.model_copy(update={"low": _rounded(low), "high": _rounded(high)})
+                est = est.model_copy(update={"low": rounded(low), "high": rounded(high)})
         out[name] = est
     return out
 
@@ -273,15 +269,15 @@ def budget_of(rows: list[TraceRow]) -> Budget:
     n = max(len(rows), 1)
     return Budget(
         traces=len(rows),
-        seconds_total=_rounded(sum(seconds)),
-        seconds_mean=_rounded(sum(seconds) / n),
-        seconds_median=_rounded(median(seconds)) if seconds else 0.0,
-        seconds_p95=_rounded(_percentile(seconds, 95)),
+        seconds_total=rounded(sum(seconds)),
+        seconds_mean=rounded(sum(seconds) / n),
+        seconds_median=rounded(median(seconds)) if seconds else 0.0,
+        seconds_p95=rounded(_percentile(seconds, 95)),
         llm_calls_total=sum(r.cost.llm_calls for r in rows),
-        llm_calls_mean=_rounded(sum(r.cost.llm_calls for r in rows) / n),
+        llm_calls_mean=rounded(sum(r.cost.llm_calls for r in rows) / n),
         tokens_total=sum(r.cost.tokens for r in rows),
-        tokens_mean=_rounded(sum(r.cost.tokens for r in rows) / n),
-        stage_seconds_mean={k: _rounded(sum(v) / len(v)) for k, v in stage_seconds.items()},
+        tokens_mean=rounded(sum(r.cost.tokens for r in rows) / n),
+        stage_seconds_mean={k: rounded(sum(v) / len(v)) for k, v in stage_seconds.items()},
         declared=rows[0].arm_budget if rows else None,
     )
 
@@ -321,126 +317,4 @@ def compute_metrics(
         resamples=resamples,
         rows=len(ordered),
         arms={arm: arm_metrics(arm, arm_rows, seed, resamples) for arm, arm_rows in arms.items()},
-    )
-
-
-# --- paired comparison -------------------------------------------------------------------------------------
-
-
-def mcnemar_exact_p(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value from the discordant counts b and c (binomial, p = 1/2)."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
-def paired_permutation_p(diffs: list[float], seed: int = DEFAULT_SEED, resamples: int = PERMUTATION_RESAMPLES) -> float:
-    """Two-sided sign-flip permutation test of mean(diffs) = 0 (paired; zeros carry no information).
-
-    Exact over all 2**k sign patterns of the k non-zero differences when k is small, else seeded Monte Carlo
-    with the observed pattern counted in (p = (1 + hits) / (1 + resamples)).
-    """
-    nonzero = np.array([d for d in diffs if d != 0], dtype=float)
-    k = nonzero.size
-    if k == 0:
-        return 1.0
-    observed = abs(nonzero.sum()) - 1e-9  # tolerance: float sums of equal magnitude must count as ties
-    if k <= EXACT_PERMUTATION_MAX:
-        patterns = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1) * 2 - 1
-        return float(np.mean(np.abs(patterns @ nonzero) >= observed))
-    signs = np.random.default_rng(seed).choice(np.array([-1.0, 1.0]), size=(resamples, k))
-    hits = int(np.sum(np.abs(signs @ nonzero) >= observed))
-    return (1 + hits) / (1 + resamples)
-
-
-class Comparison(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    arm_a: str
-    arm_b: str
-    common_traces: int = Field(description="(instance, model) pairs present in both result sets")
-    commonly_decided: int
-    a_right_b_wrong: int = Field(description="McNemar discordant count b (on commonly-decided traces)")
-    a_wrong_b_right: int = Field(description="McNemar discordant count c")
-    both_right: int
-    both_wrong: int
-    risk_a: float | None
-    risk_b: float | None
-    risk_difference: float | None = Field(description="risk_a - risk_b on commonly-decided traces")
-    permutation_p: float
-    mcnemar_p: float
-    coverage_a: float | None
-    coverage_b: float | None
-    coverage_difference: float | None = Field(description="coverage_a - coverage_b on the common traces")
-    metrics_a: MetricSet
-    metrics_b: MetricSet
-    budget_a: Budget
-    budget_b: Budget
-
-
-def _wrong(r: TraceRow) -> bool:
-    return (r.decision == Decision.REJECT) != r.label.is_defect
-
-
-def _decided(r: TraceRow) -> bool:
-    return r.decision != Decision.UNCERTAIN
-
-
-def only_arm(rows: list[TraceRow], arm: str | None, what: str, option: str) -> tuple[str, list[TraceRow]]:
-    """The rows of one arm of a results file; the arm may be left out when the file holds only one."""
-    arms = sorted({r.arm for r in rows})
-    if arm is None:
-        if len(arms) != 1:
-            raise BadInput(f"{what} holds arms {', '.join(arms) or '(none)'}: choose one with {option}")
-        arm = arms[0]
-    chosen = [r for r in sorted_rows(rows) if r.arm == arm]
-    if not chosen:
-        raise BadInput(f"{what} has no rows of arm {arm!r} (it has: {', '.join(arms) or 'none'})")
-    return arm, chosen
-
-
-def compare(
-    rows_a: list[TraceRow],
-    rows_b: list[TraceRow],
-    arm_a: str,
-    arm_b: str,
-    seed: int = DEFAULT_SEED,
-    resamples: int = DEFAULT_RESAMPLES,
-) -> Comparison:
-    by_key_a = {(r.instance_id, r.model): r for r in rows_a}
-    by_key_b = {(r.instance_id, r.model): r for r in rows_b}
-    common = sorted(by_key_a.keys() & by_key_b.keys())
-    pairs = [(by_key_a[k], by_key_b[k]) for k in common]
-    decided = [(a, b) for a, b in pairs if _decided(a) and _decided(b)]
-    cells = Counter((_wrong(a), _wrong(b)) for a, b in decided)
-    # one group name for both sides: the same resampled trace indices, so the two CIs are paired
-    ma = metric_set([a for a, _ in pairs], seed, "compare", resamples)
-    mb = metric_set([b for _, b in pairs], seed, "compare", resamples)
-    risk_a = sum(_wrong(a) for a, _ in decided) / len(decided) if decided else None
-    risk_b = sum(_wrong(b) for _, b in decided) / len(decided) if decided else None
-    cov_a = ma.coverage.numerator / len(pairs) if pairs else None
-    cov_b = mb.coverage.numerator / len(pairs) if pairs else None
-    return Comparison(
-        arm_a=arm_a,
-        arm_b=arm_b,
-        common_traces=len(pairs),
-        commonly_decided=len(decided),
-        a_right_b_wrong=cells[(False, True)],
-        a_wrong_b_right=cells[(True, False)],
-        both_right=cells[(False, False)],
-        both_wrong=cells[(True, True)],
-        risk_a=_rounded(risk_a) if risk_a is not None else None,
-        risk_b=_rounded(risk_b) if risk_b is not None else None,
-        risk_difference=_rounded(risk_a - risk_b) if risk_a is not None and risk_b is not None else None,
-        permutation_p=_rounded(paired_permutation_p([float(_wrong(a)) - float(_wrong(b)) for a, b in decided], seed)),
-        mcnemar_p=_rounded(mcnemar_exact_p(cells[(False, True)], cells[(True, False)])),
-        coverage_a=_rounded(cov_a) if cov_a is not None else None,
-        coverage_b=_rounded(cov_b) if cov_b is not None else None,
-        coverage_difference=_rounded(cov_a - cov_b) if cov_a is not None and cov_b is not None else None,
-        metrics_a=ma,
-        metrics_b=mb,
-        budget_a=budget_of([a for a, _ in pairs]),
-        budget_b=budget_of([b for _, b in pairs]),
     )

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from cascade.bench.compare import Comparison
 from cascade.bench.metrics import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     ArmMetrics,
     BenchMetrics,
     Budget,
-    Comparison,
     Estimate,
     MetricSet,
     compute_metrics,

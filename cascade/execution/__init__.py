@@ -1,1 +1,1 @@
-"""Execution layer: environments, test runs, outcome classification (design §5)."""
+"""Execution layer: environments, test runs, outcome classification."""

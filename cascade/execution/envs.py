@@ -1,4 +1,4 @@
-"""Test environments: one `uv` venv per (repo, Python version, dependency set), cached on disk (design §5).
+"""Test environments: one `uv` venv per (repo, Python version, dependency set), cached on disk.
 
 The repository itself is *not* baked into the cached venv: both trees of a review (base and patched) and concurrent
 reviews share one venv, and each run puts its own tree first on ``PYTHONPATH`` (``src/`` for src-layout projects).

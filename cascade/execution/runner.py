@@ -1,11 +1,11 @@
-"""Run pytest inside a sandbox and classify every test from its junit XML report (design §5).
+"""Run pytest inside a sandbox and classify every test from its junit XML report.
 
 Outcome classes (issue 4): ``pass``; ``behavioural_fail`` — the code under test behaved wrongly (an assertion, pytest's
 "DID NOT RAISE", or an exception raised inside the code); ``setup_error`` — the test never got to judge the code
 (collection or import error of the test file, fixture error, missing dependency, timeout, crash); ``skipped``.
 A behavioural failure is further *assertion-class* (AssertionError, DID NOT RAISE, an explicit ``pytest.fail``) or
 *crash-class* (any other exception escaping the code: AttributeError, TypeError, NameError, …) — Stage 2 rejects on
-crash-class regressions only (design §3).
+crash-class regressions only (docs/architecture.md, Stages).
 
 The exception type of each failure is recorded by a tiny pytest plugin as a junit ``<property>``, so nothing here
 pattern-matches free-form logs; the report is read with the standard library's ``xml.etree``.

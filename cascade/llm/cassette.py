@@ -1,4 +1,4 @@
-"""Record/replay cassette: model answers keyed by a sha256 of (model, messages, params) (design §4).
+"""Record/replay cassette: model answers keyed by a sha256 of (model, messages, params).
 
 Identical requests are legitimate (the reviewer asks the same prompt k times), so each key holds a list of
 replies consumed in order: the n-th identical request of a run replays the n-th recorded reply. Failed calls are

@@ -1,4 +1,4 @@
-"""The probe-source interface shared by mined probes (trace, PR tests) and the LLM generator (design §3, Stage 2).
+"""The probe-source interface shared by mined probes (trace, PR tests) and the LLM generator (Stage 2).
 
 Stage 2 asks each source for candidates, validates every candidate on the *base* tree (kept only if it fails
 behaviourally), then runs the kept ones on the *patched* tree. A source that can repair its candidates (the LLM

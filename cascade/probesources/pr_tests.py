@@ -1,4 +1,4 @@
-"""Probes from the patch itself: the test files it adds or modifies, in the PR's version (design §3, Stage 2 (c)).
+"""Probes from the patch itself: the test files it adds or modifies, in the PR's version (Stage 2).
 
 Stage 2 keeps, per file, only the tests that fail behaviourally on the base tree — the ones the PR added or changed to
 pin the fix — so existing tests of a modified file that pass on base are not probes. PR tests share the author's

@@ -1,4 +1,4 @@
-"""Probes mined from the agent trace: the reproduction scripts the agent wrote and ran (design §3, Stage 2 (b)).
+"""Probes mined from the agent trace: the reproduction scripts the agent wrote and ran (Stage 2; docs/architecture.md).
 
 Whatever the agent's format, its trace reader (`cascade/traces/`) lists what each step did: file writes, line edits,
 text replacements, executed commands. Replaying the file operations in order gives the final text of every file the

@@ -1,4 +1,4 @@
-"""What a sandboxed test run may touch (design §3 Safety): the allow-list the side-effect oracle judges by.
+"""What a sandboxed test run may touch: the allow-list the side-effect oracle judges by.
 
 A run may read anything it can see; write, create and delete inside its **own** worktree (never the repository's git
 directory, reached through the worktree's ``.git`` file) and inside its **own** scratch directory (``$TMPDIR``); spawn

@@ -1,4 +1,4 @@
-"""The `Sandbox` protocol: every backend (bwrap, docker, none) is one small module implementing it (design §5)."""
+"""The `Sandbox` protocol: every backend (bwrap, docker, none) is one small module implementing it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Side-effect oracle (design §3 Safety, §5): everything a run did or tried beyond the allow-list
+"""Side-effect oracle: everything a run did or tried beyond the allow-list
 (`allowlist.py`), as `SideEffect` records — harmful ones reject, named allow-list hits are kept as benign context.
 
 Evidence comes from places the run cannot rewrite and from one it can only append to:

@@ -1,4 +1,4 @@
-"""The `Stage` protocol: every stage of the gate is one small module implementing it (design §3)."""
+"""The `Stage` protocol: every stage of the gate is one small module implementing it (docs/architecture.md, Stages)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 3 — weak reviewer: k votes of an LLM on a plainly rendered evidence packet (design §3).
+"""Stage 3 — weak reviewer: k votes of an LLM on a plainly rendered evidence packet (docs/architecture.md, Stages).
 
 The prompt holds the grounded results of the earlier stages first (static diagnostics, probe and regression
 results with their log excerpts; nothing unchecked), then the issue, the patch and a trace excerpt — each inside a

@@ -1,4 +1,4 @@
-"""Stage 1 — patch-caused static errors (design §3).
+"""Stage 1 — patch-caused static errors (docs/architecture.md, Stages).
 
 ruff (``F``, ``E9``) and pyright run, each once per tree, over the changed Python files and their in-repo
 dependents, in the base and the patched worktree (concurrently). Diagnostics are fingerprinted without line

@@ -1,4 +1,4 @@
-"""Building blocks of Stage 1 (design §3): targets, tool runs, fingerprints and rule classes.
+"""Building blocks of Stage 1 (docs/architecture.md, Stages): targets, tool runs, fingerprints and rule classes.
 
 - ``dependents``: which files to analyse — changed Python files plus unchanged in-repo files that reference the
   names a patch removed or whose signature it changed.

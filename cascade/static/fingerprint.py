@@ -1,4 +1,4 @@
-"""Line-number-free identities of diagnostics, so code that merely moved does not look new (design §3).
+"""Line-number-free identities of diagnostics, so code that merely moved does not look new.
 
 A fingerprint hashes (tool, rule, path, normalized message, hash of the stripped source line, occurrence index
 among diagnostics with the same key). Patch-caused diagnostics are the multiset difference patched − base, which

@@ -24,7 +24,7 @@ A rule class is ``tool:rule`` (``ruff:F821``, ``pyright:reportUndefinedVariable`
   ``__init__``/``__new__`` or all its bases are in-repo names, so an inherited stdlib constructor does not),
   (b) ``self.m``/``cls.m`` where the enclosing class body defines ``m``, or (c) ``mod.f`` where ``mod`` is an
   import of an in-repo module. Anything else — stdlib, third-party, or not determinable — stays plain
-  ``pyright:reportCallIssue`` and never rejects (typeshed vs the repository's Python: design §3).
+  ``pyright:reportCallIssue`` and never rejects (typeshed vs the repository's Python).
 
 "In-repo" modules: the top-level packages (directories with ``__init__.py``) and modules (``*.py``) at the tree
 root and under ``src/`` or ``lib/``, plus every relative import.

@@ -1,6 +1,6 @@
 """Loaded by every sandboxed Python through PYTHONPATH: a `sys.addaudithook` that appends one JSON line per
 write-open or file-system change outside the run's own places, read-open of a credential file, subprocess spawn,
-socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run (design §5)
+socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run
 and judges each record against the allow-list (``cascade/sandbox/allowlist.py``).
 
 The run's own places ($CASCADE_AUDIT_ALLOW: its worktree and scratch directory) are not logged, except what lies in

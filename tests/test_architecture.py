@@ -1,0 +1,84 @@
+"""The map in docs/architecture.md stays true: imports only point down its layer table, and modules stay small."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "cascade"
+MAX_LINES = 400
+# Over the limit, with the reason and who takes it down (remove the entry when done).
+OVERSIZED = {
+    "cascade/sandbox/oracle.py": "issue 14 rewrites the oracle as an allow-list",
+}
+
+
+def layer_table() -> dict[str, int]:
+    """Package or module name → layer, from the 'Packages and layers' table of docs/architecture.md."""
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    layers: dict[str, int] = {"cascade": 0}
+    for number, units in re.findall(r"^\| (\d+) \| ([^|]+) \|", text, flags=re.M):
+        for unit in re.findall(r"`([\w.]+)`", units):
+            layers[unit] = int(number)
+    return layers
+
+
+def unit_of(module: str) -> str:
+    """'cascade.stages.probes.session' → 'stages'; 'cascade.models' → 'models'; 'cascade' → 'cascade'."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import of a cascade module in ``path``, lazy and TYPE_CHECKING imports included."""
+    found: list[tuple[int, str]] = []
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "cascade"]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against the importing module's package
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base.split(".")[0] == "cascade":
+                found.append((node.lineno, base))
+    return found
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def unit_of_path(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return unit_of(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+
+
+def test_every_package_of_cascade_has_a_layer() -> None:
+    layers = layer_table()
+    units = {unit_of_path(p) for p in modules()}
+    assert units - set(layers) == set(), "add them to the layer table of docs/architecture.md"
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    layers = layer_table()
+    upward: list[str] = []
+    for path in modules():
+        own = unit_of_path(path)
+        for line, module in imports(path):
+            target = unit_of(module)
+            if target != own and layers.get(target, 99) >= layers.get(own, -1):
+                rel = path.relative_to(ROOT)
+                where = f"{rel}:{line} ({own}, layer {layers.get(own)})"
+                upward.append(f"{where} imports {module} (layer {layers.get(target)})")
+    assert upward == [], "imports from the same or a higher layer:\n" + "\n".join(upward)
+
+
+def test_no_module_grows_past_the_limit() -> None:
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules()}
+    over = {path: n for path, n in sizes.items() if n > MAX_LINES and path not in OVERSIZED}
+    assert over == {}, f"split these modules (limit {MAX_LINES} lines): {over}"
+    assert all(sizes.get(path, 0) > MAX_LINES for path in OVERSIZED), "an exception is no longer needed: remove it"
