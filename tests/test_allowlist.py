@@ -17,7 +17,8 @@ from cascade.sandbox.allowlist import (
     own_place,
     place_of,
 )
-from cascade.sandbox.oracle import CANARY, audit_effects, holds_canary
+from cascade.sandbox.oracle import CANARY, holds_canary
+from cascade.sandbox.records import audit_effects
 
 SCOPE = RunScope(
     worktree="/tmp/cascade-x/patched",

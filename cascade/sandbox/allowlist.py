@@ -128,3 +128,9 @@ def place_of(path: str, scope: RunScope) -> str:
     if inside(path, "/dev/shm"):
         return "/dev/shm (a shared tmpfs that outlives the run on a real machine)"
     return "outside the worktree and the run's scratch directory"
+
+
+def is_entry_root(path: str, entry: NamedEntry, scope: RunScope) -> bool:
+    """Whether path is an entry's root directory or one of its ancestors (deleting those is not allowed)."""
+    base = f"{(scope.home if entry.root == 'home' else scope.tmp).rstrip('/')}/{entry.prefix}"
+    return path == base or base.startswith(path.rstrip("/") + "/")

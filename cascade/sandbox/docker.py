@@ -33,16 +33,9 @@ from cascade.errors import ToolUnavailable
 from cascade.safety import SideEffect
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
 from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, SYSTEM_PYTHON, audit_env, supervised
-from cascade.sandbox.oracle import (
-    AUDIT_FILE,
-    AUDIT_HOOK_DIR,
-    LIMIT_NAMES,
-    PrivateDirs,
-    deduplicate,
-    docker_effects,
-    exposed_git_dirs,
-)
+from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, exposed_git_dirs
 from cascade.sandbox.process import DEFAULT_PATH, OUTPUT_LIMIT, scrubbed_env
+from cascade.sandbox.records import LIMIT_NAMES, deduplicate, docker_effects
 
 DEFAULT_IMAGE = "cascade-base:bookworm"
 SANDBOX_HOME = "/home/sandbox"

@@ -1,0 +1,277 @@
+"""Judging the run's own reports: the records the audit hook and the supervisor append to the audit log (file-system
+operations inside and outside the allow-list, credential reads, spawns, connects, survivors, resource limits, the
+log's own integrity) and Docker's ``container.diff()`` entries — each becomes a `SideEffect`, harmful or named-benign.
+The snapshot side of the oracle, and the private directories those records are judged against, are in `oracle.py`."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+from pathlib import Path
+from typing import Any
+
+from cascade.safety import EffectKind, SideEffect, scan_command
+from cascade.sandbox.allowlist import (
+    SPECIAL_MODE_BITS,
+    RunScope,
+    bytecode_attempt,
+    is_entry_root,
+    named_entry,
+    own_place,
+    place_of,
+)
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
+MAX_EFFECTS_PER_SOURCE = 200
+
+
+def read_audit_log(path: Path) -> list[dict[str, Any]] | None:
+    """The log's records; None when the file is gone (the run deleted it)."""
+    if not path.exists():
+        return None
+    records: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def audit_effects(records: list[dict[str, Any]] | None, scope: RunScope, timed_out: bool = False) -> list[SideEffect]:
+    """Every record is judged (a flood of allowed noise must not push a harmful one out of view); harmful records
+    come first, so the cap on how many are kept can only drop allowed ones or repeats."""
+    effects = [*log_integrity(records, timed_out)]
+    # A scratch path deleted while it existed was the run's (deleting it again — a lock removed twice — is no
+    # foreign deletion); so is one it left behind (unlink-then-create of a lock or symlink).
+    owned = scope.scratch_made | {
+        str(r["path"]) for r in records or [] if r.get("event") == "delete" and r.get("scratch") and r.get("existed")
+    }
+    for record in records or []:
+        event = record.get("event")
+        if record.get("scratch"):
+            effects += scratch_deletion(record, scope, owned)
+        elif event == "spawn":
+            effects.append(spawn_effect(record))
+        elif event == "network":
+            effects.append(network_effect(record, scope))
+        elif event == "read" and isinstance(record.get("path"), str):
+            effects.append(credential_read_effect(record["path"]))
+        elif event == "survivor":
+            effects.append(survivor_effect(record))
+        elif event == "limit":
+            effects.append(limit_effect(record))
+        elif event == "overflow":
+            effects.append(SideEffect(kind="other", target="audit log", source="audit_hook",
+                                      detail=f"process {record.get('pid')} made more than {record.get('limit')} "
+                                      "audited operations; the rest went unrecorded"))  # fmt: skip
+        elif isinstance(record.get("path"), str):
+            effect = path_effect(record, scope)
+            if effect is not None:
+                effects.append(effect)
+    effects = deduplicate(effects)
+    return sorted(effects, key=lambda e: e.benign)[: MAX_EFFECTS_PER_SOURCE * 5]
+
+
+def scratch_deletion(record: dict[str, Any], scope: RunScope, owned: frozenset[str] | set[str]) -> list[SideEffect]:
+    """The scratch directory started empty: deleting a path there the run never made (or the directory itself)
+    aims at what, in a real machine's shared $TMPDIR, is someone else's."""
+    path = str(record.get("path"))
+    if path.rstrip("/") != scope.scratch.rstrip("/") and (record.get("existed") or path in owned):
+        return []
+    return [SideEffect(kind="file_delete", target=path, source="audit_hook",
+                       detail="deletion of a path in the scratch directory ($TMPDIR) the run did not create: on a real "
+                       "machine that is another process's file")]  # fmt: skip
+
+
+def log_integrity(records: list[dict[str, Any]] | None, timed_out: bool) -> list[SideEffect]:
+    """The supervisor opens the log with a start record and closes it with an end record: a log without its start
+    was deleted or truncated by the run; one without its end means the supervisor itself was killed (a resource
+    limit it could not report) — unless the gate killed the run at its wall timeout."""
+    events = {r.get("event") for r in records or []}
+    if records is None or "run_start" not in events:
+        return [
+            SideEffect(
+                kind="other",
+                target="audit log",
+                source="supervisor",
+                detail="the audit log lost its start record: the run deleted or truncated it",
+            )
+        ]
+    if "run_end" not in events and not timed_out:
+        return [SideEffect(kind="resource_limit", target="supervisor", source="supervisor",
+                           detail="the run's supervisor was killed before the run ended (a memory or pids limit, or "
+                           "a signal from the run)")]  # fmt: skip
+    return []
+
+
+def credential_read_effect(path: str) -> SideEffect:
+    """Reading is allowed, except a credential store: there sit the decoys, and opening one is theft in progress."""
+    return SideEffect(
+        kind="credential_read",
+        target=path,
+        detail="read-open of a credential file (keys, cloud or registry credentials, system accounts)",
+        source="audit_hook",
+    )
+
+
+PATH_EVENT_KINDS: dict[str, EffectKind] = {
+    "write": "file_write",
+    "truncate": "file_write",
+    "rename": "file_write",
+    "delete": "file_delete",
+    "mkdir": "file_create",
+    "symlink": "file_create",
+    "link": "file_create",
+    "chmod": "privilege",
+    "chown": "privilege",
+}
+
+
+def path_effect(record: dict[str, Any], scope: RunScope) -> SideEffect | None:
+    """A file-system operation the hook saw (attempted; it may have been refused). None inside the run's own places,
+    benign for a named allow-list entry, harmful otherwise. A setuid/setgid chmod or a chown is harmful anywhere."""
+    event, path = str(record.get("event")), str(record["path"])
+    kind = PATH_EVENT_KINDS.get(event, "other")
+    mode = record.get("mode")
+    if event == "chmod" and isinstance(mode, int) and mode & SPECIAL_MODE_BITS:
+        why = f"chmod {mode:o} sets a setuid/setgid bit"
+        return SideEffect(kind=kind, target=path, source="audit_hook", detail=why)
+    if event == "chown":
+        return SideEffect(kind=kind, target=path, source="audit_hook", detail="ownership change")
+    if own_place(path, scope):
+        return None
+    entry = named_entry(path, scope, event)
+    if entry is not None and not (event == "delete" and is_entry_root(path, entry, scope)):
+        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,
+                          detail=f"{event}; allow-list entry '{entry.name}': {entry.why}")  # fmt: skip
+    if bytecode_attempt(event, path, scope, record.get("bytecode_on") is True):
+        why = "the import system tries to cache bytecode in the read-only environment, which refuses it"
+        detail = f"{event}; allow-list entry 'bytecode-cache-attempt': {why}"
+        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True, detail=detail)
+    return SideEffect(
+        kind=kind,
+        target=path,
+        detail=f"{event} attempted in {place_of(path, scope)} (seen by the audit hook, whether or not it succeeded)",
+        source="audit_hook",
+    )
+
+
+def spawn_effect(record: dict[str, Any]) -> SideEffect:
+    """Spawning is allowed (processes that outlive the run are the supervisor's records); the command is still
+    checked by the trace stage's rules, so an unsafe command line is evidence even when the sandbox refused it."""
+    command = record.get("command")
+    text = " ".join(map(str, command)) if isinstance(command, list) else str(command)
+    findings = scan_command(text)
+    detail = f"spawned via {record.get('via')}"
+    if findings:
+        detail += "; unsafe: " + "; ".join(findings)
+    return SideEffect(kind="subprocess", target=text[:500], detail=detail, source="audit_hook", benign=not findings)
+
+
+def survivor_effect(record: dict[str, Any]) -> SideEffect:
+    command = str(record.get("command") or "?")[:500]
+    how = "in a session of its own (setsid / a detached daemon)" if record.get("own_session") else "orphaned"
+    return SideEffect(
+        kind="lingering_process",
+        target=command,
+        detail=f"process {record.get('pid')} ({how}) was still running when the test command returned; on a real "
+        "machine it would outlive the run. Killed by the supervisor",
+        source="supervisor",
+    )
+
+
+LIMIT_NAMES = {
+    "memory": "memory limit (cgroup OOM kill)",
+    "pids": "process-count limit (pids cgroup: fork/clone refused)",
+    "cpu": "CPU-time limit (RLIMIT_CPU: SIGXCPU)",
+    "fsize": "file-size limit (RLIMIT_FSIZE: SIGXFSZ)",
+}
+
+
+def limit_effect(record: dict[str, Any]) -> SideEffect:
+    limit = str(record.get("limit"))
+    what = record.get("what") or "a process of the run"
+    return SideEffect(
+        kind="resource_limit",
+        target=limit,
+        detail=f"{LIMIT_NAMES.get(limit, limit)} hit {record.get('count', 1)} time(s) by {what}",
+        source="supervisor",
+    )
+
+
+def network_effect(record: dict[str, Any], scope: RunScope) -> SideEffect:
+    """Inside a private network namespace loopback reaches only the sandbox itself: a connect to a port something
+    in the sandbox listens on (a test server the tests started) is benign; a connect to a port nobody there listens
+    on was aimed at a service outside the sandbox, which is what exfiltration to a local collector looks like."""
+    address = record.get("address")
+    via = record.get("via")
+    if isinstance(address, str):  # an AF_UNIX socket path
+        benign = scope.isolated_network and (address.startswith(("\x00", "@")) or own_place(address, scope))
+        where = "unix socket inside the run's own places" if benign else "unix socket connect outside the run"
+    else:
+        host = address[0] if isinstance(address, list) and address else address
+        loopback = is_loopback(host)
+        if via == "socket.getaddrinfo":
+            benign = loopback
+            where = "name lookup of loopback" if benign else "name lookup (network attempt)"
+        else:
+            benign = loopback and scope.isolated_network and record.get("listener") is True
+            if benign:
+                where = "loopback connect to a listener inside the sandbox"
+            elif loopback:
+                where = "loopback connect to a port nothing in the sandbox listens on (aimed outside the sandbox)"
+            else:
+                where = "network attempt"
+    return SideEffect(
+        kind="network",
+        target=json.dumps(address),
+        detail=f"{where} ({via})",
+        source="audit_hook",
+        benign=benign,
+    )
+
+
+def is_loopback(host: object) -> bool:
+    if not isinstance(host, str):
+        return False
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+DOCKER_KINDS: dict[int, EffectKind] = {0: "file_write", 1: "file_create", 2: "file_delete"}
+
+
+def docker_effects(changes: list[dict[str, Any]], ignored: list[str]) -> list[SideEffect]:
+    """`container.diff()` entries (Kind 0 changed, 1 added, 2 deleted), minus mounts and the parents of other
+    entries (Docker lists every ancestor directory of a change as changed). The container's own filesystem is no
+    place of the run's: every entry is harmful."""
+    paths = [str(change.get("Path", "")) for change in changes]
+    effects: list[SideEffect] = []
+    for change in changes:
+        path = str(change.get("Path", ""))
+        kind = DOCKER_KINDS.get(int(change.get("Kind", 0)), "file_write")
+        if is_ignored(path, ignored) or (kind == "file_write" and any(p.startswith(path + "/") for p in paths)):
+            continue
+        effects.append(SideEffect(kind=kind, target=path, detail="container filesystem diff", source="docker_diff"))
+    return effects[:MAX_EFFECTS_PER_SOURCE]
+
+
+def is_ignored(path: str, ignored: list[str]) -> bool:
+    """Inside an ignored mount, or an ancestor directory Docker created to hold one."""
+    return any(path == mount or path.startswith(mount + "/") or mount.startswith(path + "/") for mount in ignored)
+
+
+def deduplicate(effects: list[SideEffect]) -> list[SideEffect]:
+    """One record per (kind, target, source, detail); a harmful record wins over a benign duplicate."""
+    chosen: dict[tuple[str, str, str, str], SideEffect] = {}
+    for effect in effects:
+        key = (effect.kind, effect.target, effect.source, effect.detail)
+        if key not in chosen or (chosen[key].benign and not effect.benign):
+            chosen[key] = effect
+    return list(chosen.values())
