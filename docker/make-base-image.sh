@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the local base image `cascade-base:bookworm` without any registry: debootstrap a minimal Debian bookworm
 # rootfs (python3, pip, venv, git) and `docker import` it. The image also carries Debian bullseye's python3.9 with
-# distutils (design §5's recipe, as scripts/install-python39.sh does on the host), so a Stage-2 venv built on the
+# distutils (as scripts/install-python39.sh installs it on the host), so a Stage-2 venv built on the
 # host from /usr/bin/python3 or /usr/bin/python3.9 runs in the container on the image's own interpreter: the docker
 # sandbox never bind-mounts the host's /usr (that would hide the container's own system, e.g. docker-init).
 # Only Debian's package servers are needed. Skips the work when the tag already exists at this recipe's version.
@@ -43,7 +43,7 @@ if ! debootstrap --variant=minbase --include="$PACKAGES" bookworm "$ROOTFS" "$MI
   die "debootstrap failed (full log: $LOG)"
 fi
 
-# Debian bullseye's python3.9 beside bookworm's 3.11 (design §5): a bullseye source list used only for this
+# Debian bullseye's python3.9 beside bookworm's 3.11: a bullseye source list used only for this
 # install (its own lists directory), then distutils/lib2to3 unpacked from bullseye's python3-distutils and
 # python3-lib2to3, whose dependencies clash with bookworm's python3 (merged, never replacing stdlib files).
 install_python39() {

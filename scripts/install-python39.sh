@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian bullseye's python3.9 (and its headers) beside bookworm's python3.11 (design §5, verified recipe), for
+# Install Debian bullseye's python3.9 (and its headers) beside bookworm's python3.11, for
 # the benchmark's old SWE-bench repositories (sympy & co. want Python 3.9; astropy builds C extensions against it).
 # Needs root and Debian's package servers.
 #   1. a sources list for bullseye (main) used only for this install: its own lists directory, the system's untouched;
