@@ -77,7 +77,8 @@ def _within(name: str, modules: set[str]) -> bool:
     return any(name == m or name.startswith(m + ".") for m in modules)
 
 
-def _proximity(path: str, changed: list[str]) -> int:
+def proximity(path: str, changed: list[str]) -> int:
+    """Longer shared directory prefix with a changed file = nearer."""
     parts = PurePosixPath(path).parts
     best = 0
     for c in changed:
@@ -145,7 +146,7 @@ def select_tests(
     taken: set[str] = set()
 
     def take(paths: list[str], reason: SelectionReason) -> None:
-        for p in sorted(paths, key=lambda p: -_proximity(p, changed)):
+        for p in sorted(paths, key=lambda p: -proximity(p, changed)):
             if p not in taken:
                 taken.add(p)
                 chosen.append(SelectedTests(target=p, reason=reason))
@@ -157,7 +158,7 @@ def select_tests(
     take(direct, "import")
     keys = _function_keys(functions)
     named: list[str] = []
-    for p in sorted(tests, key=lambda p: -_proximity(p, changed)):
+    for p in sorted(tests, key=lambda p: -proximity(p, changed)):
         if p not in taken and keys:
             named.extend(tests_named_after(texts[p], p, keys))
     for node_id in named[:MAX_TEST_NAME_MATCHES]:

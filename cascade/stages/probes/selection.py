@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path, PurePosixPath
 
-from cascade.execution.test_selection import SelectedTests, changed_functions, select_tests
+from cascade.execution.test_selection import SelectedTests, changed_functions, proximity, select_tests
 from cascade.git import git
 from cascade.models import FileKind, Patch
 from cascade.paths import is_test_file, module_of
@@ -25,7 +25,7 @@ def select_regression_tests(patch: Patch, tree: Path, limit: int = MAX_REGRESSIO
     stems = {f"test_{x}" for x in leaves} | {f"{x}_test" for x in leaves}
     by_name = [p for p in tracked if PurePosixPath(p).stem in stems]
     importers = [p for p in tracked if p not in by_name and _imports_any(tree / p, modules, leaves)]
-    ranked = sorted(by_name, key=lambda p: -_proximity(p, code)) + sorted(importers, key=lambda p: -_proximity(p, code))
+    ranked = sorted(by_name, key=lambda p: -proximity(p, code)) + sorted(importers, key=lambda p: -proximity(p, code))
     return ranked[:limit]
 
 
@@ -42,20 +42,6 @@ def wider_regression_selection(patch: Patch, base: Path, patched: Path, exclude:
     tracked = git(base, "ls-files", "--", "*.py").splitlines()
     selection = select_tests(base, tracked, [f.path for f in code], functions, exclude=exclude | removed)
     return [s for s in selection if s.target not in exclude]
-
-
-def _proximity(test_path: str, changed: list[str]) -> int:
-    """Longer shared directory prefix with a changed file = nearer."""
-    parts = PurePosixPath(test_path).parts
-    best = 0
-    for c in changed:
-        shared = 0
-        for a, b in zip(parts, PurePosixPath(c).parts, strict=False):
-            if a != b:
-                break
-            shared += 1
-        best = max(best, shared)
-    return best
 
 
 def _imports_any(path: Path, modules: set[str], leaves: set[str]) -> bool:
