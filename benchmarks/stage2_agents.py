@@ -202,13 +202,20 @@ def rejecting_sources(record: dict[str, Any]) -> set[str]:
 NEW_SOURCES = {"regression@wider", "issue"}  # what issue 15 added to Stage 2
 
 
-def rejects(record: dict[str, Any], sources: set[str] | None, before: bool = False) -> bool:
-    """Whether any of ``sources`` (None: any) rejects this trace; ``before``: only what existed before issue 15."""
+OFF_BY_DEFAULT = {"issue"}  # measured here with the source on; it ships off (see the report's text)
+MODES = ("before", "default", "all")  # before issue 15 · after, shipped defaults · after, every source on
+
+
+def rejects(record: dict[str, Any], sources: set[str] | None, mode: str = "all") -> bool:
+    """Whether any of ``sources`` (None: any) rejects this trace under ``mode``: ``before`` counts only what Stage 2
+    had before issue 15, ``default`` what the shipped defaults run, ``all`` every source measured."""
     found = rejecting_sources(record)
-    if before:
+    if mode == "before":
         found -= NEW_SOURCES
         if record["set"].startswith("moatless"):
             found -= {"trace"}  # no reader for moatless trajectories before this session
+    elif mode == "default":
+        found -= OFF_BY_DEFAULT
     return bool(found if sources is None else found & sources)
 
 
@@ -227,30 +234,50 @@ def decided_by(record: dict[str, Any], order: list[str]) -> str:
     return next((s for s in order if s in found), "")
 
 
+def modes_cells(records: list[dict[str, Any]]) -> str:
+    """One table cell per mode of MODES: k/n and its interval."""
+    n = len(records)
+    return " | ".join(f"{k}/{n} {wilson(k, n)}" for k in (sum(rejects(r, None, m) for r in records) for m in MODES))
+
+
+def repository_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Per repository, all agents together: defects caught after / before, acceptable rejected, Stage 2 not run."""
+    lines = ["", "## Per repository (all three agents' defects; gold and resolved as acceptable), after (before)", "",
+             "| repository | defects caught, all sources (before) | acceptable rejected, all sources |"
+             " traces where Stage 2 could not run |",
+             "|---|---|---|---|"]  # fmt: skip
+    by_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in ok:
+        by_repo[r["repo"]].append(r)
+    for repo, rs in sorted(by_repo.items()):
+        d = [r for r in rs if r["label"] == "defect"]
+        a = [r for r in rs if r["label"] == "acceptable"]
+        ca, cb = sum(rejects(r, None) for r in d), sum(rejects(r, None, "before") for r in d)
+        oa = sum(rejects(r, None) for r in a)
+        unavailable = sum(1 for r in rs if r.get("stage2_unavailable"))
+        lines.append(f"| {repo} | {ca}/{len(d)} ({cb}/{len(d)}) | {oa}/{len(a)} | {unavailable}/{len(rs)} |")
+    return lines
+
+
 def report(out: Path) -> str:
     records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
     ok = [r for r in records if r["status"] == "ok"]
     order = source_order(ok)
     lines = ["# Stage 2 per agent and per source, dev split subset (issue 15)", "",
              f"Traces run: {len(records)} ({len(records) - len(ok)} error rows, excluded below).", ""]  # fmt: skip
-    lines += ["## Catch / over-rejection / coverage (Wilson 95% CIs), before → after", "",
-              "| set | defects | catch before | catch after | acceptable | over-rej. before | over-rej. after |"
-              " coverage before | coverage after |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     by_set: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in ok:
         by_set[r["set"]].append(r)
-    for name in [*AGENTS, "gold", "resolved"]:
-        rs = by_set.get(name, [])
-        if not rs:
-            continue
-        d = [r for r in rs if r["label"] == "defect"]
-        a = [r for r in rs if r["label"] == "acceptable"]
-        cb, ca = sum(rejects(r, None, True) for r in d), sum(rejects(r, None) for r in d)
-        ob, oa = sum(rejects(r, None, True) for r in a), sum(rejects(r, None) for r in a)
-        vb, va = sum(rejects(r, None, True) for r in rs), sum(rejects(r, None) for r in rs)
-        lines.append(f"| {name} | {len(d)} | {cb}/{len(d)} {wilson(cb, len(d))} | {ca}/{len(d)} {wilson(ca, len(d))} "
-                     f"| {len(a)} | {ob}/{len(a)} {wilson(ob, len(a))} | {oa}/{len(a)} {wilson(oa, len(a))} "
-                     f"| {vb}/{len(rs)} {wilson(vb, len(rs))} | {va}/{len(rs)} {wilson(va, len(rs))} |")  # fmt: skip
+    for title, label in (("Catch (defects rejected)", "defect"), ("Over-rejection (acceptable patches rejected)",
+                         "acceptable"), ("Coverage (all traces decided)", None)):  # fmt: skip
+        lines += [f"## {title}, Wilson 95% CIs", "", "| set | n | before issue 15 | after, shipped defaults | "
+                  "after, + issue source |", "|---|---|---|---|---|"]  # fmt: skip
+        for name in [*AGENTS, "gold", "resolved"]:
+            rs = [r for r in by_set.get(name, []) if label is None or r["label"] == label]
+            if rs:
+                lines.append(f"| {name} | {len(rs)} | {modes_cells(rs)} |")
+        every = [r for r in ok if label is None or r["label"] == label]
+        lines += [f"| **all sets** | {len(every)} | {modes_cells(every)} |", ""]
     lines += ["", "## Per source alone (would it reject?): defects rejected / acceptable rejected, per set", "",
               "| source | " + " | ".join(n for n in [*AGENTS, "gold", "resolved"] if by_set.get(n)) + " |",
               "|---|" + "---|" * sum(1 for n in [*AGENTS, "gold", "resolved"] if by_set.get(n))]  # fmt: skip
@@ -270,6 +297,7 @@ def report(out: Path) -> str:
         kd, ka = sum(rejects(r, {source}) for r in d_all), sum(rejects(r, {source}) for r in a_all)
         nd, na = len(d_all), len(a_all)
         lines.append(f"| {source} | {kd}/{nd} {wilson(kd, nd)} | {ka}/{na} {wilson(ka, na)} |")
+    lines += repository_lines(ok)
     lines += ["", "## Every reject: label, deciding source (default order), all rejecting sources", ""]
     for r in sorted(ok, key=lambda r: r["key"]):
         if rejects(r, None):
