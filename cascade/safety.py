@@ -41,7 +41,7 @@ class SideEffect(BaseModel):
     detail: str = ""
     source: str = Field(
         description="Which oracle saw it: home_diff, tmp_diff, shm_diff, worktree_diff, audit_hook, supervisor, "
-        "docker_diff, docker_state, trace_scan."
+        "docker_diff, docker_state, strace (refused writes of any program), trace_scan."
     )
     benign: bool = Field(
         default=False,

@@ -18,7 +18,7 @@ from cascade.sandbox.allowlist import (
     place_of,
 )
 from cascade.sandbox.oracle import CANARY, holds_canary
-from cascade.sandbox.records import audit_effects
+from cascade.sandbox.records import AuditLog, audit_effects
 
 SCOPE = RunScope(
     worktree="/tmp/cascade-x/patched",
@@ -86,16 +86,38 @@ def test_audit_records_are_all_judged_harmful_first_even_after_a_flood() -> None
     start = [{"event": "run_start"}, {"event": "run_end"}]
     flood = [{"event": "write", "path": f"/root/.cache/matplotlib/f{i}"} for i in range(3000)]
     records = start + flood + [{"event": "write", "path": "/root/.bashrc"}]
-    effects = audit_effects(records, SCOPE)
+    effects = audit_effects(AuditLog(records=records), SCOPE)
     assert not effects[0].benign and effects[0].target == "/root/.bashrc"
     assert sum(not e.benign for e in effects) == 1
 
 
+def log(*events: str, **state: object) -> AuditLog:
+    return AuditLog.model_validate({"records": [{"event": event} for event in events], **state})
+
+
 def test_an_audit_log_without_its_start_or_end_record_is_harmful() -> None:
     assert [e.target for e in audit_effects(None, SCOPE)] == ["audit log"]
-    assert [e.target for e in audit_effects([{"event": "run_end"}], SCOPE)] == ["audit log"]
-    assert [e.kind for e in audit_effects([{"event": "run_start"}], SCOPE)] == ["resource_limit"]
-    assert audit_effects([{"event": "run_start"}], SCOPE, timed_out=True) == []
+    assert [e.target for e in audit_effects(log("run_end"), SCOPE)] == ["audit log"]
+    assert [e.kind for e in audit_effects(log("run_start"), SCOPE)] == ["resource_limit"]
+    assert audit_effects(log("run_start"), SCOPE, timed_out=True) == []
+    assert audit_effects(log("run_start", "run_end"), SCOPE) == []
+
+
+@pytest.mark.parametrize(
+    ("forged", "words"),
+    [
+        (log("run_start", "run_start", "run_end"), "2 start records"),  # a fresh start to pass for a clean log
+        (log("run_start", "run_end", "run_end"), "2 end records"),
+        (log("write", "run_start", "run_end"), "lost its start record"),  # a record before the supervisor's start
+        (log("run_start", "run_end", bad_lines=['{"event": "run_sta']), "not audit records"),
+        (log("run_start", "run_end", dropped_bytes=10), "flooded"),
+        (log("run_start", "run_end", complete=False), "held the audit channel open"),
+    ],
+)
+def test_forged_or_garbled_audit_channel_content_is_tampering(forged: AuditLog, words: str) -> None:
+    effects = audit_effects(forged, SCOPE)
+    assert [(e.target, e.benign) for e in effects] == [("audit log", False)], effects
+    assert words in effects[0].detail
 
 
 @pytest.mark.parametrize("encode", ["plain", "hex", "base64", "base64-shifted"])

@@ -223,16 +223,68 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox
     assert {"matplotlib-config", "pyximport-build", "pylint-stats"} <= {e.detail.split("'")[1] for e in benign}
 
 
-def test_a_run_that_deletes_the_audit_log_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_the_audit_log_is_append_only_and_forged_records_are_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A run tries to erase what it did (delete, truncate, rename, read-drain the log) and then passes a fresh start
+    record off as the gate's: the attempts are refused and recorded, the earlier record survives, the forgery shows."""
     result = run(
         sandbox,
         tmp_path / "wt",
         """
-        import os
-        os.remove(os.environ["CASCADE_AUDIT_LOG"])
+        import json, os
+        log = os.environ["CASCADE_AUDIT_LOG"]
+        try:
+            open("/etc/cascade-marker", "w")
+        except OSError:
+            pass
+        refused = []
+        for attempt in (lambda: os.remove(log), lambda: os.truncate(log, 0), lambda: os.rename(log, log + ".old"),
+                        lambda: open(log, "rb"), lambda: os.chmod(log, 0o666)):
+            try:
+                attempt()
+            except OSError:
+                refused.append(True)
+        assert len(refused) == 5, refused
+        with open(log, "w") as channel:  # O_TRUNC: a no-op on the FIFO
+            channel.write(json.dumps({"event": "run_start", "pid": 1}) + "\\n")
     """,
     )
-    assert any(e.target == "audit log" for e in harmful(result)), result.side_effects
+    targets = {e.target for e in harmful(result)}
+    assert "/etc/cascade-marker" in targets, result.side_effects  # the record before the forgery survived
+    assert any(e.target == "audit log" and "2 start records" in e.detail for e in harmful(result)), result.side_effects
+
+
+def test_a_non_python_write_outside_the_allow_list_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Shell, coreutils and C programs bypass the Python audit hook; their writes, refused by the read-only mounts
+    (bwrap) or by file permissions (docker's unprivileged user), are still records (strace)."""
+    if sandbox.isolation == "docker":
+        pytest.xfail("docker: refused writes of non-Python programs are not traced yet (strace in the image: next)")
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    script = (
+        "echo 'export X=1' >> /etc/profile; mkdir /etc/cron.d/cascade-x; cp /etc/hostname /usr/local/bin/cascade-y; "
+        "touch /usr/local/bin/cascade-z; echo own > own.txt; true"
+    )
+    result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
+    targets = {e.target for e in harmful(result)}
+    expected = {"/etc/profile", "/etc/cron.d/cascade-x", "/usr/local/bin/cascade-y", "/usr/local/bin/cascade-z"}
+    assert expected <= targets, result.side_effects
+    assert not any("own.txt" in t for t in targets)
+    if sandbox.isolation == "bwrap":
+        assert all("refused" in e.detail for e in harmful(result) if e.target in expected), result.side_effects
+
+
+def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(sandbox: Sandbox, tmp_path: Path) -> None:
+    """What real suites do that the read-only mounts refuse without intent: git refreshing the index of the
+    reviewed repository (index.lock), a ``python -I`` child caching bytecode beside the modules it imports."""
+    _, worktree = linked_worktree(tmp_path)
+    git = " ".join([*GIT, "-c", "safe.directory=*"])  # docker runs as another uid than the repository's owner
+    script = (
+        f"{git} status --short && {git} diff --stat && {git} describe --always "
+        "&& python3 -I -c 'import json, email.mime.text' && python3 -c 'import tomllib'"
+    )
+    result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
+    assert result.exit_code == 0, result.stderr
+    assert result.harmful_side_effects == [], result.side_effects
 
 
 def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_benign(

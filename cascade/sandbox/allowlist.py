@@ -115,6 +115,14 @@ def bytecode_attempt(event: str, path: str, scope: RunScope, bytecode_on: bool) 
     return pattern is not None and pattern.search(path) is not None and any(inside(path, p) for p in scope.read_only)
 
 
+def bytecode_shape(call: str, path: str) -> bool:
+    """The import system's own bytecode-cache shapes: making a ``__pycache__`` directory, or creating the temporary
+    ``<name>.pyc.<id>`` it renames into place (a write of a final ``.pyc`` is not its shape)."""
+    if call.startswith("mkdir"):
+        return BYTECODE_DIR.search(path) is not None
+    return call.startswith(("open", "creat")) and BYTECODE_TEMP.search(path) is not None
+
+
 def place_of(path: str, scope: RunScope) -> str:
     """Where a path lies, in words, for the record's detail."""
     if any(inside(path, git) for git in scope.git_dirs):

@@ -2,6 +2,9 @@
 writable host path, private HOME, /tmp and /dev/shm (host directories the oracle diffs afterwards), the repository's
 git directory read-only, no network, private
 pid/ipc/uts namespaces, no capabilities, a new session, and rlimits + a pids cgroup + a wall timeout around it.
+bwrap itself runs under strace (on the host, out of the sandbox's reach), which records every write the read-only
+mounts refused to any program; without strace this backend is unavailable (it would be blind to non-Python
+programs), never silently weaker.
 
 As root ``--cap-drop ALL`` is mandatory: measured here, without it a sandboxed root process can remount ``/``
 read-write."""
@@ -17,6 +20,7 @@ import subprocess
 from cascade.sandbox.base import Isolation, RunSpec
 from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, HostSandbox
 from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, exposed_git_dirs
+from cascade.sandbox.strace import STRACE_FILE, probe_strace, traced
 
 NAMESPACE_FLAGS = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
 HARDENING_FLAGS = ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
@@ -53,11 +57,13 @@ class BwrapSandbox(HostSandbox):
         return "bwrap"
 
     def available(self) -> str | None:
-        return probe_bwrap()
+        return probe_bwrap() or probe_strace()
 
     def private_dirs(self, spec: RunSpec) -> PrivateDirs:
         mounts = [*spec.read_only_paths, *exposed_git_dirs(spec.worktree), HOOK_MOUNT, AUDIT_MOUNT]
-        return PrivateDirs(spec, mounts, home_in_sandbox=host_home(), tmp_in_sandbox="/tmp")
+        dirs = PrivateDirs(spec, mounts, home_in_sandbox=host_home(), tmp_in_sandbox="/tmp")
+        dirs.trace = dirs.root / STRACE_FILE  # on the host, outside every mount: the run cannot reach it
+        return dirs
 
     def hook_paths(self, dirs: PrivateDirs) -> tuple[str, str]:
         return HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}"
@@ -66,9 +72,12 @@ class BwrapSandbox(HostSandbox):
         # Order matters: later mounts land on top of earlier ones (the worktree may live under /tmp or HOME).
         mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(dirs.shm), "/dev/shm"]
         mounts += ["--bind", str(dirs.tmp), "/tmp", "--bind", str(dirs.home), dirs.home_in_sandbox]
-        mounts += ["--ro-bind", str(AUDIT_HOOK_DIR), HOOK_MOUNT, "--bind", str(dirs.audit), AUDIT_MOUNT]
+        # The audit directory read-only: its FIFO can be written, never deleted, truncated or replaced (channel.py).
+        mounts += ["--ro-bind", str(AUDIT_HOOK_DIR), HOOK_MOUNT, "--ro-bind", str(dirs.audit), AUDIT_MOUNT]
         # The environment and the repository's git directory: visible, so tests and git work, but read-only.
         for path in [*spec.read_only_paths, *exposed_git_dirs(spec.worktree)]:
             mounts += ["--ro-bind", path, path]
         mounts += ["--bind", spec.worktree, spec.worktree, "--chdir", spec.worktree]
-        return ["bwrap", *mounts, *NAMESPACE_FLAGS, *HARDENING_FLAGS, "--", *spec.argv]
+        bwrap = ["bwrap", *mounts, *NAMESPACE_FLAGS, *HARDENING_FLAGS, "--", *spec.argv]
+        # strace on the host, around bwrap: refused writes of every program of the run (strace.py).
+        return traced(bwrap, str(dirs.trace or dirs.root / STRACE_FILE))

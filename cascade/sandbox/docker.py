@@ -171,7 +171,7 @@ class DockerSandbox:
             str(dirs.tmp): {"bind": "/tmp", "mode": "rw"},
             str(dirs.home): {"bind": SANDBOX_HOME, "mode": "rw"},
             str(AUDIT_HOOK_DIR): {"bind": HOOK_MOUNT, "mode": "ro"},
-            str(dirs.audit): {"bind": AUDIT_MOUNT, "mode": "rw"},
+            str(dirs.audit): {"bind": AUDIT_MOUNT, "mode": "ro"},  # its FIFOs stay writable, nothing else (channel.py)
             str(dirs.shm): {"bind": "/dev/shm", "mode": "rw"},  # replaces the container's own, so it can be diffed
             spec.worktree: {"bind": spec.worktree, "mode": "rw"},
         }

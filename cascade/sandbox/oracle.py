@@ -8,10 +8,13 @@ Evidence comes from places the run cannot rewrite and from one it can only appen
   setuid/setgid bit, files that reached the file-size limit, and any file it wrote holding a decoy secret;
 * the audit log appended by every sandboxed Python (`audit_hook/sitecustomize.py`): write-opens and file-system
   changes outside the run's own places — including the ones the read-only mounts refused —, credential reads,
-  subprocess spawns, socket connects;
-* the supervisor (`audit_hook/supervise.py`) that runs the command inside the sandbox: processes still alive when
-  the command returned, and resource limits the run hit (memory cgroup OOM kills, the pids limit, CPU time, file
-  size). It brackets the log with start and end records, so a run that deletes or truncates the log is caught too;
+  subprocess spawns, socket connects. It is an append-only channel (`channel.py`: a write-only FIFO in a
+  read-only directory, drained on the host), so the run cannot erase or rewrite a record, only add lines;
+* the supervisor (`audit_hook/_cascade_supervise.py`) that runs the command inside the sandbox: processes still
+  alive when the command returned, and resource limits the run hit (memory cgroup OOM kills, the pids limit, CPU
+  time, file size). It writes the channel's first and last records, once each: a missing start, a second start or
+  end, or a line that is no record is tampering;
+* strace (`strace.py`): write-intent system calls of any program — shell, C, coreutils — that the sandbox refused;
 * Docker's ``container.diff()`` (read in `docker.py`). The log's and Docker's records are judged in `records.py`.
 
 Decoys make credential theft visible: the private HOME holds fake key and cloud-credential files and the environment
@@ -47,6 +50,7 @@ from cascade.sandbox.allowlist import (
     relative_to,
 )
 from cascade.sandbox.base import RunSpec
+from cascade.sandbox.channel import Channel
 from cascade.sandbox.records import (
     LIMIT_NAMES,
     MAX_EFFECTS_PER_SOURCE,
@@ -54,9 +58,11 @@ from cascade.sandbox.records import (
     deduplicate,
     read_audit_log,
 )
+from cascade.sandbox.strace import read_refusals
 
 AUDIT_HOOK_DIR = Path(__file__).resolve().parent / "audit_hook"
-AUDIT_FILE = "audit.jsonl"
+AUDIT_FILE = "audit.jsonl"  # the channel's FIFO, in the audit directory the sandbox sees read-only
+HOST_AUDIT_FILE = "audit-host.jsonl"  # the host-only copy the oracle reads
 SUPERVISOR = "_cascade_supervise.py"
 MIB = 1024 * 1024
 # One canary per gate process: every decoy carries it, so finding it in a file the run wrote proves a leak.
@@ -170,8 +176,11 @@ class PrivateDirs:
         for path in (self.home, self.tmp, self.shm, self.audit, self.output, self.tmp / SCRATCH_NAME):
             path.mkdir()
         # Writable by any uid: the docker backend runs as an unprivileged user.
-        for path in (self.home, self.tmp, self.shm, self.audit, self.tmp / SCRATCH_NAME):
+        for path in (self.home, self.tmp, self.shm, self.tmp / SCRATCH_NAME):
             path.chmod(0o1777)
+        self.audit.chmod(0o755)  # mounted read-only: it only holds the channel FIFOs
+        self.channel = Channel(self.audit / AUDIT_FILE, self.root / HOST_AUDIT_FILE)
+        self.trace: Path | None = None  # strace's output, when the backend traced the run (host side or a channel)
         self.home_in_sandbox = home_in_sandbox or str(self.home)
         self.tmp_in_sandbox = tmp_in_sandbox or str(self.tmp)
         self.git_dirs = git_dirs(spec.worktree)
@@ -183,7 +192,8 @@ class PrivateDirs:
 
     @property
     def audit_log(self) -> Path:
-        return self.audit / AUDIT_FILE
+        """The host-only copy of the audit channel."""
+        return self.root / HOST_AUDIT_FILE
 
     @property
     def scratch_in_sandbox(self) -> str:
@@ -225,10 +235,15 @@ class PrivateDirs:
             changes = diff_snapshots(self.before[name], after)
             effects += snapshot_effects(name, changes, after, root, lambda rel, n=name: self.visible(n, rel), scope,
                                         self.spec.file_size_mb)  # fmt: skip
-        effects += audit_effects(read_audit_log(self.audit_log), scope, timed_out)
+        self.channel.close()
+        log = read_audit_log(self.audit_log, self.channel.dropped, self.channel.complete)
+        effects += audit_effects(log, scope, timed_out)
+        if self.trace is not None:
+            effects += read_refusals(self.trace, scope)
         return deduplicate(effects)
 
     def cleanup(self) -> None:
+        self.channel.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -5,11 +5,12 @@ The snapshot side of the oracle, and the private directories those records are j
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from cascade.safety import EffectKind, SideEffect, scan_command
 from cascade.sandbox.allowlist import (
@@ -26,23 +27,41 @@ LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
 MAX_EFFECTS_PER_SOURCE = 200
 
 
-def read_audit_log(path: Path) -> list[dict[str, Any]] | None:
-    """The log's records; None when the file is gone (the run deleted it)."""
+class AuditLog(BaseModel):
+    """What the host drained from the run's append-only audit channel (`channel.py`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, Any]] = []
+    bad_lines: list[str] = []  # lines that are not a JSON object: only a writer other than the hook makes them
+    dropped_bytes: int = 0  # beyond the channel's cap
+    complete: bool = True  # False when a writer held the channel open after the run
+
+
+def read_audit_log(path: Path, dropped_bytes: int = 0, complete: bool = True) -> AuditLog | None:
+    """The log's records; None when there is no log at all."""
     if not path.exists():
         return None
-    records: list[dict[str, Any]] = []
+    log = AuditLog(dropped_bytes=dropped_bytes, complete=complete)
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        with contextlib.suppress(json.JSONDecodeError):
+        if not line.strip():
+            continue
+        try:
             record = json.loads(line)
-            if isinstance(record, dict):
-                records.append(record)
-    return records
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            log.records.append(record)
+        else:
+            log.bad_lines.append(line[:200])
+    return log
 
 
-def audit_effects(records: list[dict[str, Any]] | None, scope: RunScope, timed_out: bool = False) -> list[SideEffect]:
+def audit_effects(log: AuditLog | None, scope: RunScope, timed_out: bool = False) -> list[SideEffect]:
     """Every record is judged (a flood of allowed noise must not push a harmful one out of view); harmful records
     come first, so the cap on how many are kept can only drop allowed ones or repeats."""
-    effects = [*log_integrity(records, timed_out)]
+    effects = [*log_integrity(log, timed_out)]
+    records = log.records if log is not None else None
     # A scratch path deleted while it existed was the run's (deleting it again — a lock removed twice — is no
     # foreign deletion); so is one it left behind (unlink-then-create of a lock or symlink).
     owned = scope.scratch_made | {
@@ -85,25 +104,39 @@ def scratch_deletion(record: dict[str, Any], scope: RunScope, owned: frozenset[s
                        "machine that is another process's file")]  # fmt: skip
 
 
-def log_integrity(records: list[dict[str, Any]] | None, timed_out: bool) -> list[SideEffect]:
-    """The supervisor opens the log with a start record and closes it with an end record: a log without its start
-    was deleted or truncated by the run; one without its end means the supervisor itself was killed (a resource
-    limit it could not report) — unless the gate killed the run at its wall timeout."""
-    events = {r.get("event") for r in records or []}
-    if records is None or "run_start" not in events:
-        return [
-            SideEffect(
-                kind="other",
-                target="audit log",
-                source="supervisor",
-                detail="the audit log lost its start record: the run deleted or truncated it",
-            )
-        ]
-    if "run_end" not in events and not timed_out:
-        return [SideEffect(kind="resource_limit", target="supervisor", source="supervisor",
-                           detail="the run's supervisor was killed before the run ended (a memory or pids limit, or "
-                           "a signal from the run)")]  # fmt: skip
-    return []
+def log_integrity(log: AuditLog | None, timed_out: bool) -> list[SideEffect]:
+    """The channel is append-only: the run cannot erase or rewrite a record, only add lines. The supervisor writes
+    the first record (start) and the last (end), once each. So a log whose first record is not the start lost it
+    (only possible where the channel is a plain file: the `none` backend); a second start or end record, or a line
+    that is not a record, was written by the run to pass for the gate's own; an end missing means the supervisor was
+    killed (a resource limit it could not report) — unless the gate killed the run at its wall timeout."""
+    records = log.records if log is not None else []
+    if log is None or not records or records[0].get("event") != "run_start":
+        return [tampering("the audit log lost its start record: the run deleted or truncated it")]
+    effects: list[SideEffect] = []
+    for event, what in (("run_start", "start"), ("run_end", "end")):
+        count = sum(1 for r in records if r.get("event") == event)
+        if count > 1:
+            effects.append(tampering(f"the audit log holds {count} {what} records: the run wrote forged records "
+                                     "into its audit channel (the supervisor writes one)"))  # fmt: skip
+    if log.bad_lines:
+        effects.append(tampering(f"{len(log.bad_lines)} line(s) in the audit channel are not audit records (first: "
+                                 f"{log.bad_lines[0][:120]!r}): the run wrote into its audit channel"))  # fmt: skip
+    if log.dropped_bytes:
+        effects.append(tampering(f"the run flooded its audit channel: {log.dropped_bytes} bytes beyond the cap were "
+                                 "dropped unread"))  # fmt: skip
+    if not log.complete:
+        effects.append(tampering("a process of the run held the audit channel open after the run ended; the rest of "
+                                 "its records was cut off"))  # fmt: skip
+    if not any(r.get("event") == "run_end" for r in records) and not timed_out:
+        effects.append(SideEffect(kind="resource_limit", target="supervisor", source="supervisor",
+                                  detail="the run's supervisor was killed before the run ended (a memory or pids "
+                                  "limit, or a signal from the run)"))  # fmt: skip
+    return effects
+
+
+def tampering(detail: str) -> SideEffect:
+    return SideEffect(kind="other", target="audit log", source="supervisor", detail=detail)
 
 
 def credential_read_effect(path: str) -> SideEffect:

@@ -11,8 +11,8 @@ from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.none import NoSandbox
 
 INSTALL_HINT = (
-    "; Stage 2 runs tests only in a sandbox: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or "
-    "start a Docker engine (README, 'Set up')"
+    "; Stage 2 runs tests only in a sandbox: install bubblewrap and strace (Debian/Ubuntu: apt-get install "
+    "bubblewrap strace) or start a Docker engine (README, 'Set up')"
 )
 
 

@@ -33,6 +33,8 @@ _CREDENTIAL = re.compile(
 _PROC_NET = {1: ("/proc/net/tcp", "/proc/net/tcp6"), 2: ("/proc/net/udp", "/proc/net/udp6")}
 _LISTEN_STATES = {"0A", "07"}  # TCP LISTEN; UDP unconnected (bound)
 _MAX_LINES = 20_000
+_PIPE_BUF = 4096
+_SHORT = 1024
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # Never logged: terminals and the process's own descriptors; /dev/shm is judged by the host-side diff of the private
 # tmpfs mounted there (transient use — POSIX semaphores, joblib's memmaps — is the run's own; what it leaves is not).
@@ -111,7 +113,7 @@ class _Recorder:
             record = {"event": "overflow", "limit": _MAX_LINES}
         record["pid"] = os.getpid()
         try:
-            os.write(self.fd, (json.dumps(record, default=repr) + "\n").encode("utf-8", "replace"))
+            os.write(self.fd, _line(record))
         except OSError:
             self.lines = _MAX_LINES + 1
 
@@ -199,6 +201,26 @@ class _Recorder:
             self.on_spawn(event, args)
         else:
             self.on_network(event, args)
+
+
+def _line(record: dict[str, object]) -> bytes:
+    """One record as one write of at most PIPE_BUF bytes: the log is a FIFO shared by every process of the run, and
+    only writes that small are atomic (a longer one could interleave with another process's record and garble it)."""
+    data = (json.dumps(record, default=repr) + "\n").encode("utf-8", "replace")
+    if len(data) <= _PIPE_BUF:
+        return data
+    short: dict[str, object] = {"truncated": True}
+    for key, value in record.items():
+        if isinstance(value, str):
+            value = value[:_SHORT]
+        elif isinstance(value, (list, tuple)):
+            value = [str(part)[:_SHORT // 4] for part in value[:8]]
+        short[key] = value
+    data = (json.dumps(short, default=repr) + "\n").encode("utf-8", "replace")
+    if len(data) <= _PIPE_BUF:
+        return data
+    least = {"event": str(record.get("event"))[:40], "path": str(record.get("path"))[:200], "truncated": True}
+    return (json.dumps({**least, "pid": os.getpid()}, ensure_ascii=True) + "\n").encode()
 
 
 def _listening(port: int, sock_type: object) -> bool:

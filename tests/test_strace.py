@@ -1,0 +1,76 @@
+"""strace's output judged by the allow-list: which refused calls are write intents, how paths resolve, and which
+refusals real suites make without intent (the lines are real strace 6 output shapes, taken from bwrap runs)."""
+
+from __future__ import annotations
+
+from cascade.sandbox.allowlist import RunScope
+from cascade.sandbox.strace import parse, refused_effects
+
+SCOPE = RunScope(
+    worktree="/work/wt",
+    git_dirs=["/work/wt/.git", "/work/repo/.git/worktrees/wt", "/work/repo/.git"],
+    scratch="/tmp/cascade-scratch",
+    home="/root",
+)
+LINES = [
+    '7 openat(AT_FDCWD</work/wt>, "/etc/profile", O_WRONLY|O_CREAT|O_APPEND, 0666) = -1 EROFS (Read-only file system)',
+    '8 openat(AT_FDCWD</usr/local/bin>, "relx", O_WRONLY|O_CREAT|O_NOCTTY|O_NONBLOCK, 0666) = -1 EROFS (Read-only '
+    "file system)",
+    '8 mkdir("cron.d/x", 0777) = -1 EROFS (Read-only file system)',  # old-style call: the process's last cwd
+    '9 symlinkat("/x", AT_FDCWD</work/wt>, "/usr/bin/zz") = -1 EROFS (Read-only file system)',
+    '9 renameat2(AT_FDCWD</work/wt>, "a", 4</etc>, "b,c\\303\\251", RENAME_NOREPLACE) = -1 EROFS (Read-only file '
+    "system)",
+    "9 fchmod(3</usr/lib/libx.so>, 04755) = -1 EROFS (Read-only file system)",
+    '10 openat(AT_FDCWD</work/wt>, "/etc/hosts", O_RDONLY|O_CLOEXEC) = -1 EACCES (Permission denied)',  # a read
+    '10 openat(AT_FDCWD</work/wt>, "/etc/nope", O_WRONLY|O_CREAT, 0666) = -1 ENOENT (No such file or directory)',
+    '10 mkdir("/usr", 0777) = -1 EEXIST (File exists)',  # mkdir -p walking existing parents: no refusal
+    '11 openat(AT_FDCWD</work/wt>, "own.txt", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EACCES (Permission denied)',
+    '11 openat(AT_FDCWD</work/wt>, "/proc/self/oom_score_adj", O_WRONLY) = -1 EACCES (Permission denied)',
+]
+
+
+def test_refused_write_intents_resolve_to_the_paths_the_sandbox_saw() -> None:
+    found = [(r.call, r.path, r.errno) for r in parse(LINES)]
+    assert found == [
+        ("openat", "/etc/profile", "EROFS"),
+        ("openat", "/usr/local/bin/relx", "EROFS"),
+        ("mkdir", "/usr/local/bin/cron.d/x", "EROFS"),
+        ("symlinkat", "/usr/bin/zz", "EROFS"),
+        ("renameat2", "/work/wt/a", "EROFS"),
+        ("renameat2", "/etc/b,cé", "EROFS"),
+        ("fchmod", "/usr/lib/libx.so", "EROFS"),
+        ("openat", "/work/wt/own.txt", "EACCES"),
+        ("openat", "/proc/self/oom_score_adj", "EACCES"),
+    ]
+
+
+def test_refusals_outside_the_runs_places_are_harmful_with_call_path_and_errno() -> None:
+    effects = refused_effects(LINES, SCOPE)
+    harmful = {e.target: e for e in effects if not e.benign}
+    # /work/wt/a: EROFS there means the path is not on the writable worktree (a read-only mount over it): no own place
+    assert set(harmful) == {"/etc/profile", "/usr/local/bin/relx", "/usr/local/bin/cron.d/x", "/usr/bin/zz",
+                            "/work/wt/a", "/etc/b,cé", "/usr/lib/libx.so"}  # fmt: skip
+    assert "refused openat (EROFS: read-only file system)" in harmful["/etc/profile"].detail
+    assert harmful["/usr/lib/libx.so"].kind == "privilege"
+    assert all(e.source == "strace" for e in effects)
+
+
+def test_refusals_real_suites_make_without_intent_are_named_and_benign() -> None:
+    lines = [
+        '5 openat(AT_FDCWD</work/wt>, "/work/repo/.git/worktrees/wt/index.lock", O_RDWR|O_CREAT|O_EXCL|O_CLOEXEC, '
+        "0666) = -1 EROFS (Read-only file system)",
+        '6 mkdir("/usr/lib/python3/dist-packages/yaml/__pycache__", 0777) = -1 EROFS (Read-only file system)',
+        '6 openat(AT_FDCWD</work/wt>, "/usr/lib/python3/dist-packages/yaml/__pycache__/a.cpython-311.pyc.1402", '
+        "O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0644) = -1 EROFS (Read-only file system)",
+    ]
+    effects = refused_effects(lines, SCOPE)
+    assert [e.benign for e in effects] == [True, True, True], effects
+    assert "'git-index-refresh'" in effects[0].detail and "'bytecode-cache-attempt'" in effects[1].detail
+    near_misses = [
+        '5 openat(AT_FDCWD</work/wt>, "/work/repo/.git/hooks/pre-commit", O_WRONLY|O_CREAT|O_TRUNC, 0777) = -1 EROFS '
+        "(Read-only file system)",
+        '5 openat(AT_FDCWD</work/wt>, "/work/repo/.git/index.lock.d/x", O_WRONLY|O_CREAT, 0666) = -1 EROFS (x)',
+        '6 openat(AT_FDCWD</work/wt>, "/usr/lib/python3/dist-packages/yaml/__pycache__/a.cpython-311.pyc", '
+        "O_WRONLY|O_CREAT|O_TRUNC, 0644) = -1 EROFS (Read-only file system)",  # a final .pyc: planted, not cached
+    ]
+    assert [e.benign for e in refused_effects(near_misses, SCOPE)] == [False, False, False]
