@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build the local base image `cascade-base:bookworm` without any registry: debootstrap a minimal Debian bookworm
-# rootfs (python3, pip, venv, git) and `docker import` it. The image also carries Debian bullseye's python3.9 with
-# distutils (as scripts/install-python39.sh installs it on the host), so a Stage-2 venv built on the
-# host from /usr/bin/python3 or /usr/bin/python3.9 runs in the container on the image's own interpreter: the docker
-# sandbox never bind-mounts the host's /usr (that would hide the container's own system, e.g. docker-init).
+# rootfs (python3, pip, venv, git, and strace: the docker sandbox records refused writes with it) and `docker import`
+# it. The image also carries Debian bullseye's python3.9 with distutils (as scripts/install-python39.sh installs it
+# on the host), so a Stage-2 venv built on the host from /usr/bin/python3 or /usr/bin/python3.9 runs in the
+# container on the image's own interpreter: the docker sandbox never bind-mounts the host's /usr (that would hide
+# the container's own system, e.g. docker-init).
 # Only Debian's package servers are needed. Skips the work when the tag already exists at this recipe's version.
 #
 # Usage: docker/make-base-image.sh [TAG]
@@ -12,9 +13,9 @@ set -euo pipefail
 
 TAG="${1:-cascade-base:bookworm}"
 MIRROR="${CASCADE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="python3,python3-pip,python3-venv,git,ca-certificates"
+PACKAGES="python3,python3-pip,python3-venv,git,ca-certificates,strace"
 # Bump when the recipe changes: an existing image with an older (or no) label is rebuilt.
-RECIPE_VERSION="3"
+RECIPE_VERSION="4"
 LABEL_KEY="org.cascade.base-recipe"
 
 die() { echo "make-base-image: $*" >&2; exit 1; }
@@ -92,8 +93,9 @@ tar -C "$ROOTFS" -c . | docker import \
   - "$STAGING" >/dev/null || die "docker import failed"
 # Check the interpreters as the unprivileged user the sandbox runs as, then publish the tag.
 docker run --rm --network none --user 65534:65534 "$STAGING" /bin/sh -c \
-  'python3 -c "import venv, ensurepip" && python3.9 -c "import distutils.version, venv, ssl, sqlite3, ctypes" \
+  'strace -f -qq --seccomp-bpf -e trace=openat -o /dev/null true \
+   && python3 -c "import venv, ensurepip" && python3.9 -c "import distutils.version, venv, ssl, sqlite3, ctypes" \
    && test -x /root -a ! -r /root' \
-  || die "$STAGING was built but its python3 / python3.9 do not work"
+  || die "$STAGING was built but its strace / python3 / python3.9 do not work"
 docker tag "$STAGING" "$TAG" || die "docker tag $TAG failed"
 echo "make-base-image: built $TAG (recipe $RECIPE_VERSION)"

@@ -256,8 +256,6 @@ def test_the_audit_log_is_append_only_and_forged_records_are_caught(sandbox: San
 def test_a_non_python_write_outside_the_allow_list_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
     """Shell, coreutils and C programs bypass the Python audit hook; their writes, refused by the read-only mounts
     (bwrap) or by file permissions (docker's unprivileged user), are still records (strace)."""
-    if sandbox.isolation == "docker":
-        pytest.xfail("docker: refused writes of non-Python programs are not traced yet (strace in the image: next)")
     worktree = tmp_path / "wt"
     worktree.mkdir()
     script = (

@@ -49,6 +49,9 @@ ALLOWLIST_CASES = {
     "shared_memory": "3 /dev/shm", "lingering_process": "4 lingering process", "fork_limit": "5 resource limit",
     "worktree_leak": "6 leak into the worktree",
 }  # fmt: skip
+# Cases aimed at the oracle's own blind spots: a non-Python program's write (only strace sees it) and a forged
+# audit log (only the append-only channel's integrity rules see it).
+EVASION_CASES = {"shell_git_hook": "non-Python write refused by the sandbox", "audit_forgery": "forged audit log"}
 HOST_ROOTS = [Path.home(), Path("/etc"), Path("/tmp")]
 
 # Cases the gate does not catch yet, per backend, with the missing evidence. The test asserts every other case is
@@ -72,7 +75,7 @@ def by_kind(cases: list[RedteamCase], kind: str) -> list[RedteamCase]:
 
 
 def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) -> None:
-    unsafe = [c for c in by_kind(corpus, "unsafe") if c.spec.domain not in ALLOWLIST_CASES]
+    unsafe = [c for c in by_kind(corpus, "unsafe") if c.spec.domain not in {**ALLOWLIST_CASES, **EVASION_CASES}]
     grid = Counter((c.spec.domain, c.spec.framing) for c in unsafe)
     assert len(unsafe) >= DOMAINS * FRAMINGS
     assert len({d for d, _ in grid}) == DOMAINS and len({f for _, f in grid}) == FRAMINGS
@@ -83,7 +86,8 @@ def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) ->
 def test_every_unsafe_case_has_a_benign_twin_of_the_same_shape(corpus: list[RedteamCase]) -> None:
     ids = {c.id: c for c in corpus}
     benign = by_kind(corpus, "benign")
-    assert len(benign) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES)
+    assert len(benign) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(
+        EVASION_CASES)
     for case in by_kind(corpus, "unsafe"):
         twin = ids[case.spec.twin]
         assert twin.spec.kind == "benign" and twin.spec.twin == case.id
@@ -100,6 +104,16 @@ def test_allow_list_cases_cover_issue_14_points_with_twins(corpus: list[RedteamC
         twin = ids[unsafe[0].spec.twin]
         assert twin.spec.kind == "benign" and twin.spec.test_file == unsafe[0].spec.test_file
     assert {p.split()[0] for p in ALLOWLIST_CASES.values()} == {"1", "2", "3", "4", "5", "6"}
+
+
+def test_evasion_cases_have_twins_and_demand_the_evidence_only_their_oracle_gives(corpus: list[RedteamCase]) -> None:
+    ids = {c.id: c for c in corpus}
+    sources = {}
+    for domain in EVASION_CASES:
+        (unsafe,) = [c for c in by_kind(corpus, "unsafe") if c.spec.domain == domain]
+        assert ids[unsafe.spec.twin].spec.kind == "benign"
+        sources[domain] = {s for rule in unsafe.spec.expect.evidence for s in rule.sources}
+    assert sources == {"shell_git_hook": {"strace"}, "audit_forgery": {"supervisor"}}
 
 
 def test_trace_only_cases_carry_the_unsafe_command_only_in_the_trace(corpus: list[RedteamCase]) -> None:
@@ -311,7 +325,8 @@ def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path)
     if not summary.available:
         pytest.skip(f"{backend} cannot run the suite here: {summary.reason}")
     assert summary.preflight["home_private"] and summary.preflight["tmp_private"]
-    assert summary.unsafe_total == len(by_kind(corpus, "unsafe")) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES)
+    assert summary.unsafe_total == len(by_kind(corpus, "unsafe")) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(
+        EVASION_CASES)
     assert summary.benign_total == len(by_kind(corpus, "benign"))
     failures = _failures(report)
     assert not failures, f"{backend}: caught {summary.caught}/{summary.unsafe_total}, trace " \

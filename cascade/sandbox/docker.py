@@ -2,7 +2,9 @@
 docker/make-base-image.sh) with no network, no capabilities, ``no-new-privileges``, memory/pids/CPU/file-size
 limits and a non-root user. The worktree is bind-mounted at its host path; HOME and /tmp are private host
 directories (diffed afterwards like bwrap's), and ``container.diff()`` records every other change to the
-container's filesystem as side-effect evidence.
+container's filesystem as side-effect evidence. The unprivileged user cannot change the image's system files, so
+those writes are refused (EACCES) and leave no diff: strace, in the image and run around the supervisor, records
+them (an image without a working strace makes this backend unavailable).
 
 Read-only paths (a venv, its interpreter's prefix) are bind-mounted at their host paths too — except the image's
 own system: nothing under /usr, /bin, /lib, /etc… and no whole top-level directory is ever bound over the
@@ -18,6 +20,7 @@ An engine or API failure (the daemon gone, the image missing, a command the imag
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import time
@@ -36,6 +39,7 @@ from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, SYSTEM_PYTHON, audit_e
 from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, exposed_git_dirs
 from cascade.sandbox.process import DEFAULT_PATH, OUTPUT_LIMIT, scrubbed_env
 from cascade.sandbox.records import LIMIT_NAMES, deduplicate, docker_effects
+from cascade.sandbox.strace import traced
 
 DEFAULT_IMAGE = "cascade-base:bookworm"
 SANDBOX_HOME = "/home/sandbox"
@@ -57,6 +61,8 @@ MESSAGE_CHARS = 300
 INIT_EXEC_FAILURE = re.compile(r"\[FATAL tini \(\d+\)\] exec .* failed: .*")
 SUPERVISOR_EXEC_FAILURE = re.compile(r"cascade supervisor: cannot run .*")
 EXEC_FAILED_EXIT = 127
+IMAGE_STRACE = "/usr/bin/strace"
+STRACE_HINT = "docker/make-base-image.sh installs it; rebuild an older image with CASCADE_BASE_REBUILD=1"
 
 
 class DockerSandbox:
@@ -84,7 +90,7 @@ class DockerSandbox:
             return f"image {self.image} not found (build it with docker/make-base-image.sh)"
         except docker.errors.APIError as exc:
             return f"docker image lookup failed: {exc.explanation or exc}"
-        return None
+        return probe_image_strace(self.image)
 
     def run(self, spec: RunSpec) -> RunResult:
         read_only = bound_read_only_paths([*spec.read_only_paths, *exposed_git_dirs(spec.worktree)])
@@ -128,7 +134,10 @@ class DockerSandbox:
         env = audit_env(env, HOOK_MOUNT, log, allowed, dirs.git_dirs, dirs.scratch_in_sandbox)
         client = docker.from_env(timeout=max(60, int(spec.timeout_seconds) + 30))
         start = time.monotonic()
-        argv = supervised(SYSTEM_PYTHON, HOOK_MOUNT, spec.argv)
+        # strace inside the container (a host process cannot trace what the engine starts), around the supervisor:
+        # refused writes of every program of the run, into an append-only channel (strace.py, channel.py).
+        argv = traced(supervised(SYSTEM_PYTHON, HOOK_MOUNT, spec.argv), f"{AUDIT_MOUNT}/{dirs.open_trace_channel()}",
+                      IMAGE_STRACE)  # fmt: skip
         container: Container = client.containers.create(
             self.image, argv, **self.container_options(spec, dirs, env, user, read_only)
         )
@@ -197,6 +206,21 @@ class DockerSandbox:
             "init": True,  # a real pid 1 reaps orphans, so a fork storm cannot fill the table with zombies
             "detach": True,
         }
+
+
+@functools.lru_cache(maxsize=8)
+def probe_image_strace(image: str) -> str | None:
+    """None when strace traces in the image as the sandbox runs it (unprivileged, no capabilities); else why not."""
+    options: dict[str, Any] = {"user": f"{NOBODY}:{NOBODY}", "network_disabled": True, "cap_drop": ["ALL"],
+                               "security_opt": ["no-new-privileges"], "remove": True, "stderr": True}  # fmt: skip
+    try:
+        docker.from_env(timeout=60).containers.run(image, traced(["true"], "/dev/null", IMAGE_STRACE), **options)
+    except docker.errors.ContainerError as exc:
+        return f"strace cannot trace in image {image}: {one_line(exc)[:MESSAGE_CHARS]}"
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        return (f"image {image} has no working {IMAGE_STRACE}: the docker backend records refused writes of "
+                f"non-Python programs with it ({one_line(exc)[:200]}; {STRACE_HINT})")  # fmt: skip
+    return None
 
 
 def oom_killed(container: Container) -> list[SideEffect]:

@@ -57,12 +57,14 @@ from cascade.sandbox.records import (
     audit_effects,
     deduplicate,
     read_audit_log,
+    tampering,
 )
-from cascade.sandbox.strace import read_refusals
+from cascade.sandbox.strace import STRACE_FILE, read_refusals
 
 AUDIT_HOOK_DIR = Path(__file__).resolve().parent / "audit_hook"
 AUDIT_FILE = "audit.jsonl"  # the channel's FIFO, in the audit directory the sandbox sees read-only
 HOST_AUDIT_FILE = "audit-host.jsonl"  # the host-only copy the oracle reads
+TRACE_FIFO = "strace.fifo"  # strace's channel, where strace runs inside the sandbox (docker)
 SUPERVISOR = "_cascade_supervise.py"
 MIB = 1024 * 1024
 # One canary per gate process: every decoy carries it, so finding it in a file the run wrote proves a leak.
@@ -180,6 +182,7 @@ class PrivateDirs:
             path.chmod(0o1777)
         self.audit.chmod(0o755)  # mounted read-only: it only holds the channel FIFOs
         self.channel = Channel(self.audit / AUDIT_FILE, self.root / HOST_AUDIT_FILE)
+        self.channels = [self.channel]
         self.trace: Path | None = None  # strace's output, when the backend traced the run (host side or a channel)
         self.home_in_sandbox = home_in_sandbox or str(self.home)
         self.tmp_in_sandbox = tmp_in_sandbox or str(self.tmp)
@@ -194,6 +197,14 @@ class PrivateDirs:
     def audit_log(self) -> Path:
         """The host-only copy of the audit channel."""
         return self.root / HOST_AUDIT_FILE
+
+    def open_trace_channel(self) -> str:
+        """For strace running inside the sandbox: a second append-only channel for its output; the FIFO's name in
+        the audit directory."""
+        channel = Channel(self.audit / TRACE_FIFO, self.root / STRACE_FILE)
+        self.channels.append(channel)
+        self.trace = channel.sink
+        return TRACE_FIFO
 
     @property
     def scratch_in_sandbox(self) -> str:
@@ -235,15 +246,19 @@ class PrivateDirs:
             changes = diff_snapshots(self.before[name], after)
             effects += snapshot_effects(name, changes, after, root, lambda rel, n=name: self.visible(n, rel), scope,
                                         self.spec.file_size_mb)  # fmt: skip
-        self.channel.close()
+        for channel in self.channels:
+            channel.close()
         log = read_audit_log(self.audit_log, self.channel.dropped, self.channel.complete)
         effects += audit_effects(log, scope, timed_out)
         if self.trace is not None:
             effects += read_refusals(self.trace, scope)
+        effects += [tampering(f"the run flooded or held open its strace channel: {c.dropped} bytes dropped, "
+                              f"complete: {c.complete}") for c in self.channels[1:] if c.dropped or not c.complete]
         return deduplicate(effects)
 
     def cleanup(self) -> None:
-        self.channel.close()
+        for channel in self.channels:
+            channel.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
