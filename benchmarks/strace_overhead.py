@@ -28,6 +28,7 @@ from cascade.sandbox.bwrap import BwrapSandbox
 from cascade.sandbox.oracle import PrivateDirs
 
 MIRROR = Path("/work/.mirror/sympy+sympy/repo")
+HARMFUL: dict[str, list[str]] = {}  # the last run's harmful records per mode: a real suite must leave none
 DEFAULT_TESTS = ["sympy/core/tests/test_basic.py", "sympy/core/tests/test_sympify.py"]
 
 
@@ -82,8 +83,11 @@ def main() -> None:
     for mode, times in seconds.items():
         print(f"{mode:13} {medians[mode]:8.3f} s  {[round(t, 3) for t in times]}")
     print(f"ratio bwrap+strace / bwrap: {ratio:.3f}")
+    for mode, records in HARMFUL.items():
+        print(f"harmful records of the last {mode} run: {len(records)}", *records[:10], sep="\n  ")
     if args.json:
-        Path(args.json).write_text(json.dumps({"seconds": seconds, "ratio": round(ratio, 3)}, indent=2))
+        result = {"seconds": seconds, "ratio": round(ratio, 3), "harmful": HARMFUL}
+        Path(args.json).write_text(json.dumps(result, indent=2))
 
 
 def sympy_runner(mode: str, venv: Path, worktree: Path, argv: list[str]) -> Callable[[], int]:
@@ -93,6 +97,7 @@ def sympy_runner(mode: str, venv: Path, worktree: Path, argv: list[str]) -> Call
 
     def run_once() -> int:
         result = sandbox.run(spec)
+        HARMFUL[mode] = [f"{e.source}: {e.target}: {e.detail}" for e in result.harmful_side_effects]
         return -1 if result.exit_code is None else result.exit_code
 
     return run_once

@@ -251,6 +251,8 @@ def test_the_audit_log_is_append_only_and_forged_records_are_caught(sandbox: San
     targets = {e.target for e in harmful(result)}
     assert "/etc/cascade-marker" in targets, result.side_effects  # the record before the forgery survived
     assert any(e.target == "audit log" and "2 start records" in e.detail for e in harmful(result)), result.side_effects
+    attempts = [e for e in harmful(result) if e.target.startswith("/tmp/.cascade-audit/")]
+    assert attempts and all("audit channel" in e.detail for e in attempts), result.side_effects
 
 
 def test_a_non_python_write_outside_the_allow_list_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -3,8 +3,14 @@ refusals real suites make without intent (the lines are real strace 6 output sha
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+import pytest
+
 from cascade.sandbox.allowlist import RunScope
-from cascade.sandbox.strace import parse, refused_effects
+from cascade.sandbox.bwrap import BwrapSandbox, probe_bwrap
+from cascade.sandbox.strace import parse, probe_strace, refused_effects
 
 SCOPE = RunScope(
     worktree="/work/wt",
@@ -74,3 +80,22 @@ def test_refusals_real_suites_make_without_intent_are_named_and_benign() -> None
         "O_WRONLY|O_CREAT|O_TRUNC, 0644) = -1 EROFS (Read-only file system)",  # a final .pyc: planted, not cached
     ]
     assert [e.benign for e in refused_effects(near_misses, SCOPE)] == [False, False, False]
+
+
+def test_bwrap_without_strace_is_unavailable_with_a_one_line_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not silently weaker: without strace the bwrap backend would be blind to non-Python programs."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or probe_bwrap() is not None:  # (probed here, with the full PATH: the result is cached)
+        pytest.skip("bubblewrap cannot run here")
+    only_bwrap = tmp_path / "bin"
+    only_bwrap.mkdir()
+    (only_bwrap / "bwrap").symlink_to(bwrap)
+    monkeypatch.setenv("PATH", str(only_bwrap))
+    probe_strace.cache_clear()
+    try:
+        reason = BwrapSandbox().available()
+    finally:
+        probe_strace.cache_clear()
+    assert reason is not None and "strace is not installed" in reason and "\n" not in reason

@@ -20,6 +20,10 @@ from pydantic import BaseModel, ConfigDict
 
 SCRATCH_NAME = "cascade-scratch"  # the run's own scratch directory inside its private /tmp; $TMPDIR points here
 GATE_WORK_DIR = ".cascade-run"  # inside the worktree: the gate's own report files for the run (read back, then removed)
+# Where the bwrap and docker backends show the audit hook and its log inside the sandbox (under the private /tmp,
+# whose mount points are made before the snapshot, so they never count as changes). Both are read-only there.
+HOOK_MOUNT = "/tmp/.cascade-hook"
+AUDIT_MOUNT = "/tmp/.cascade-audit"
 MPLCONFIGDIR_IN_SANDBOX = "/tmp/cascade-matplotlib"  # set by execution.envs for every test run
 SPECIAL_MODE_BITS = stat.S_ISUID | stat.S_ISGID
 # importlib makes ``__pycache__`` and writes bytecode only through a temporary ``<name>.cpython-311.pyc.<id>``
@@ -125,6 +129,8 @@ def bytecode_shape(call: str, path: str) -> bool:
 
 def place_of(path: str, scope: RunScope) -> str:
     """Where a path lies, in words, for the record's detail."""
+    if inside(path, AUDIT_MOUNT) or inside(path, HOOK_MOUNT):
+        return "the gate's own audit channel or audit hook (the run may only append records to the channel)"
     if any(inside(path, git) for git in scope.git_dirs):
         return "the reviewed repository's git directory (hooks and config run on the developer's next git command)"
     if any(inside(path, p) for p in scope.read_only):

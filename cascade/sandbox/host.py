@@ -6,14 +6,12 @@ from __future__ import annotations
 import os
 import sys
 
+from cascade.sandbox.allowlist import AUDIT_MOUNT, HOOK_MOUNT
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
 from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, DECOY_ENV, SUPERVISOR, PrivateDirs
 from cascade.sandbox.process import run_limited, scrubbed_env
 
-# Where the bwrap and docker backends show the audit hook and its log inside the sandbox (under the private /tmp,
-# whose mount points are made before the snapshot, so they never count as changes).
-HOOK_MOUNT = "/tmp/.cascade-hook"
-AUDIT_MOUNT = "/tmp/.cascade-audit"
+__all__ = ["AUDIT_MOUNT", "HOOK_MOUNT", "SYSTEM_PYTHON", "HostSandbox", "audit_env", "host_python", "supervised"]
 SYSTEM_PYTHON = "/usr/bin/python3"  # the supervisor's interpreter; docker/make-base-image.sh puts one in the image
 
 
