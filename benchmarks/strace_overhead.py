@@ -3,8 +3,8 @@
 
 The suite is sympy's, from the bare mirror (/work/.mirror/sympy+sympy/repo or --mirror): importing sympy opens about
 a thousand modules and the tests spawn nothing, so every traced open stops the process — close to the worst case
-for a seccomp-filtered strace. A venv of Debian's /usr/bin/python3 with pytest and mpmath (made with uv) is exposed
-read-only, as Stage 2 does. The modes take turns (round-robin, after one warm-up each); medians are reported.
+for a seccomp-filtered strace. A venv of Debian's /usr/bin/python3 with pytest, mpmath and hypothesis (made with uv)
+is exposed read-only, as Stage 2 does. The modes take turns (round-robin, after one warm-up each); medians are reported.
 
     python3 benchmarks/strace_overhead.py [--reps 3] [--tests sympy/core/tests/test_basic.py ...] [--json out.json]
 """
@@ -48,14 +48,14 @@ class UntracedBwrap(BwrapSandbox):
 def make_suite(root: Path, mirror: Path) -> tuple[Path, Path]:
     worktree = root / "sympy"
     worktree.mkdir()
-    archive = subprocess.run(["git", f"--git-dir={mirror}", "archive", "HEAD", "sympy", "conftest.py", "pytest.ini"],
+    archive = subprocess.run(["git", f"--git-dir={mirror}", "archive", "HEAD", "sympy", "conftest.py"],
                              check=True, capture_output=True).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(worktree)], input=archive, check=True)
     venv = root / "venv"
     subprocess.run(["uv", "venv", "-q", "--python", SYSTEM_PYTHON, str(venv)], check=True)
     python = str(venv / "bin/python")
-    subprocess.run(["uv", "pip", "install", "-q", "--compile-bytecode", "--python", python, "pytest", "mpmath"],
-                   check=True)  # fmt: skip
+    packages = ["pytest", "mpmath", "hypothesis"]
+    subprocess.run(["uv", "pip", "install", "-q", "--compile-bytecode", "--python", python, *packages], check=True)
     return venv, worktree
 
 
@@ -71,7 +71,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="cascade-strace-overhead-"))
     try:
         venv, worktree = make_suite(root, args.mirror)
-        argv = [str(venv / "bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.tests]
+        pytest = [str(venv / "bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"]
+        argv = [*pytest, *args.tests]
         runners = {mode: sympy_runner(mode, venv, worktree, argv) for mode in ("bwrap+strace", "bwrap")}
         seconds = time_round_robin(runners, args.reps)
     finally:
