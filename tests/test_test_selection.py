@@ -12,11 +12,16 @@ from cascade.execution.test_selection import (
     changed_functions,
     chunked,
     imported_modules,
+    named_after,
+    named_after_package,
+    pytest_file_patterns,
     select_tests,
 )
 from cascade.models import EvidenceKind, Outcome, ReviewRequest
+from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.stages.probes import ProbesStage
+from cascade.stages.probes.selection import select_regression_tests
 from tests.conftest import MakeRepo, diff_of
 from tests.test_runner import sandbox_for_tests
 
@@ -51,6 +56,44 @@ def test_selection_order_name_import_test_name_hop(make_repo: MakeRepo) -> None:
         SelectedTests(target="tests/test_hop.py", reason="import_hop"),
         SelectedTests(target="tests/test_misc.py", reason="import_hop"),  # its other tests too
     ]
+
+
+def test_test_files_named_with_a_prefix_or_the_projects_own_pattern() -> None:
+    assert named_after("tests/test_ext_viewcode.py", {"viewcode"})  # sphinx: test_<package>_<module>
+    assert named_after("tests/checkers/unittest_misc.py", {"misc"})  # pylint: unittest_<module>
+    assert named_after("pkg/core_test.py", {"core"})
+    assert not named_after("tests/test_oldcore.py", {"core"})
+    assert not named_after("tests/test_core_extra.py", {"core"})
+
+
+def test_test_files_named_after_the_package_where_its_tests_live() -> None:
+    assert named_after_package("tests/test_requests.py", {"requests.models"})  # top-level package, tests/ beside it
+    assert named_after_package("tests/config/test_config.py", {"pylint.config.init"})  # mirrored tests tree
+    assert named_after_package("sympy/physics/vector/tests/test_vector.py", {"sympy.physics.vector.point"})
+    assert not named_after_package("sympy/unify/tests/test_sympy.py", {"sympy.printing.ccode"})
+    assert not named_after_package("sympy/physics/quantum/tests/test_printing.py", {"sympy.printing.ccode"})
+    assert not named_after_package("tests/test_models.py", {"requests.models"})  # the module itself: not a package
+
+
+def test_regression_selection_reads_the_projects_python_files_and_package_names(make_repo: MakeRepo) -> None:
+    files = {
+        "setup.cfg": "[tool:pytest]\npython_files = *test_*.py\n",
+        "shop/__init__.py": "from .models import value\n",
+        "shop/models.py": "def value():\n    return 1\n",
+        "tests/unittest_models.py": "def test_value():\n    assert True\n",
+        "tests/test_shop.py": "import shop\n\n\ndef test_shop():\n    assert shop.value() == 1\n",
+        "tests/test_other.py": "def test_other():\n    assert True\n",
+    }
+    repo = make_repo(files)
+    assert pytest_file_patterns(repo) == ["*test_*.py"]
+    patch = parse_patch(diff_of(repo, {"shop/models.py": "def value():\n    return 2 - 1\n"}))
+    assert select_regression_tests(patch, repo) == ["tests/unittest_models.py", "tests/test_shop.py"]
+
+
+def test_pyproject_python_files_wins_over_defaults(make_repo: MakeRepo) -> None:
+    repo = make_repo({"pyproject.toml": '[tool.pytest.ini_options]\npython_files = ["check_*.py"]\n', "a.py": ""})
+    assert pytest_file_patterns(repo) == ["check_*.py"]
+    assert pytest_file_patterns(make_repo({"a.py": ""})) == []
 
 
 def test_relative_imports_resolve_against_the_package() -> None:

@@ -1,8 +1,12 @@
 """Which existing tests to run as regression checks for a change (issue 15, point 2). Pure: a tree and the change in,
 pydantic ``SelectedTests`` out, nearest first.
 
-1. ``name`` — test files named after a changed module (``test_<module>.py`` / ``<module>_test.py``);
+1. ``name`` — test files named after a changed module: ``test_<module>.py``, ``<module>_test.py``, and with a prefix
+   as projects spell them (``test_ext_viewcode.py`` for ``sphinx/ext/viewcode.py``, pylint's ``unittest_misc.py``);
 2. ``import`` — test files importing a changed module;
+   ``package_name`` — test files named after a package the changed module is in, where its tests live
+   (``tests/test_requests.py`` for ``requests/models.py``: small projects keep one test file per package and
+   import it through ``__init__``);
 3. ``test_name`` — single tests whose name mentions a changed function (``test_latex_derivatives`` for
    ``_print_Derivative`` is missed; ``test_hstack`` for ``hstack`` is found);
 4. ``import_hop`` — test files importing a module that itself imports a changed module (one in-repo hop; package
@@ -15,15 +19,18 @@ Imports are read with a line scanner, not a parser, so a sympy-size tree costs w
 
 from __future__ import annotations
 
+import configparser
+import fnmatch
 import re
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.paths import is_test_file, module_of
 
-SelectionReason = Literal["name", "import", "test_name", "import_hop"]
+SelectionReason = Literal["name", "import", "package_name", "test_name", "import_hop"]
 MAX_TEST_NAME_MATCHES = 20
 MIN_FUNCTION_NAME = 4
 # Function names too generic to say which tests are about them.
@@ -35,6 +42,11 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import[ \t]+
                      r"|import[ \t]+(?P<mods>[^\n#]+))", re.MULTILINE)  # fmt: skip
 _TEST_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>test\w*)", re.MULTILINE)
 _CLASS_DEF = re.compile(r"^class[ \t]+(?P<name>Test\w*)", re.MULTILINE)
+# What a test file's stem says it is about: the part after a "...test_" prefix or before a "_test" suffix.
+_TEST_AFFIX = re.compile(r"^\w*?test_|_test$")
+_TEST_DIRS = frozenset({"tests", "test", "testing"})
+# Where pytest reads its ini options, in its own order of precedence (file, section).
+_PYTEST_INI = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 
 
 class SelectedTests(BaseModel):
@@ -130,6 +142,61 @@ def tests_named_after(text: str, path: str, keys: set[str]) -> list[str]:
     return ids
 
 
+def pytest_file_patterns(tree: Path) -> list[str]:
+    """The repository's own ``python_files`` patterns (pytest's defaults apply besides them): files a project
+    names ``unittest_*.py`` are its tests as much as ``test_*.py`` ones."""
+    pyproject = tree / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            options = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+        except tomllib.TOMLDecodeError:
+            options = {}
+        value = options.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("python_files")
+        if value:
+            return value.split() if isinstance(value, str) else [str(v) for v in value]
+    for name, section in _PYTEST_INI:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(tree / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_option(section, "python_files"):
+            return parser.get(section, "python_files").split()
+    return []
+
+
+def is_repo_test_file(path: str, patterns: list[str]) -> bool:
+    """pytest's default test-module names, or the repository's own ``python_files`` patterns."""
+    name = PurePosixPath(path).name
+    return is_test_file(path) or (name.endswith(".py") and any(fnmatch.fnmatchcase(name, p) for p in patterns))
+
+
+def subject_of(path: str) -> str:
+    """What a test file's name says it tests: ``test_ext_viewcode.py`` → ``ext_viewcode``."""
+    return _TEST_AFFIX.sub("", PurePosixPath(path).stem)
+
+
+def named_after(path: str, names: set[str]) -> bool:
+    """Whether a test file is named after one of ``names`` (a module or package's last name part)."""
+    subject = subject_of(path)
+    return any(subject == n or subject.endswith("_" + n) for n in names)
+
+
+def named_after_package(path: str, modules: set[str]) -> bool:
+    """Whether a test file is named after a package a changed module is in, and sits where that package's tests
+    live: beside it (``sympy/printing/tests``) or in a tests tree mirroring it (``tests/config`` for
+    ``pylint/config``, ``tests`` for the top-level ``requests``)."""
+    subject = subject_of(path)
+    where = tuple(p for p in PurePosixPath(path).parent.parts if p not in _TEST_DIRS)
+    for module in modules:
+        parts = tuple(module.split("."))
+        for depth in range(1, len(parts)):
+            package = parts[:depth]
+            if subject == package[-1] and where in (package, package[1:]):
+                return True
+    return False
+
+
 def select_tests(
     tree: Path, tracked: list[str], changed: list[str], functions: set[str], exclude: set[str] | None = None
 ) -> list[SelectedTests]:
@@ -139,9 +206,9 @@ def select_tests(
     if not modules:
         return []
     exclude = exclude or set()
-    tests = [p for p in tracked if is_test_file(p) and p not in exclude]
+    patterns = pytest_file_patterns(tree)
+    tests = [p for p in tracked if is_repo_test_file(p, patterns) and p not in exclude]
     leaves = {m.rsplit(".", 1)[-1] for m in modules}
-    stems = {f"test_{x}" for x in leaves} | {f"{x}_test" for x in leaves}
     chosen: list[SelectedTests] = []
     taken: set[str] = set()
 
@@ -151,11 +218,12 @@ def select_tests(
                 taken.add(p)
                 chosen.append(SelectedTests(target=p, reason=reason))
 
-    take([p for p in tests if PurePosixPath(p).stem in stems], "name")
+    take([p for p in tests if named_after(p, leaves)], "name")
     texts = {p: _read(tree, p) for p in tests}
     mentions = [p for p in tests if any(leaf in texts[p] for leaf in leaves)]
     direct = [p for p in mentions if _within_any(_imports_of(tree, p), modules)]
     take(direct, "import")
+    take([p for p in tests if named_after_package(p, modules)], "package_name")
     keys = _function_keys(functions)
     named: list[str] = []
     for p in sorted(tests, key=lambda p: -proximity(p, changed)):

@@ -3,30 +3,43 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from cascade.execution.test_selection import SelectedTests, changed_functions, proximity, select_tests
+from cascade.execution.test_selection import (
+    SelectedTests,
+    changed_functions,
+    is_repo_test_file,
+    named_after,
+    named_after_package,
+    proximity,
+    pytest_file_patterns,
+    select_tests,
+)
 from cascade.git import git
 from cascade.models import FileKind, Patch
-from cascade.paths import is_test_file, module_of
+from cascade.paths import module_of
 
 MAX_REGRESSION_FILES = 2  # nearby test files per review (name-mapped first): each runs on both trees
 
 
 def select_regression_tests(patch: Patch, tree: Path, limit: int = MAX_REGRESSION_FILES) -> list[str]:
-    """Existing test files near the change: mapped by name (``test_<module>.py``) first, then importers."""
+    """Existing test files near the change: named after a changed module first, then its importers, then test
+    files named after its package."""
     code = [f.path for f in patch.files if f.kind == FileKind.CODE and f.is_python and f.source_path]
     modules = {m for m in (module_of(p) for p in code) if m}
     if not modules:
         return []
     removed = {f.path for f in patch.files if f.is_removed}
-    tracked = [p for p in git(tree, "ls-files", "--", "*.py").splitlines() if is_test_file(p) and p not in removed]
+    patterns = pytest_file_patterns(tree)
+    tracked = [p for p in git(tree, "ls-files", "--", "*.py").splitlines()
+               if is_repo_test_file(p, patterns) and p not in removed]  # fmt: skip
     leaves = {m.rsplit(".", 1)[-1] for m in modules}
-    stems = {f"test_{x}" for x in leaves} | {f"{x}_test" for x in leaves}
-    by_name = [p for p in tracked if PurePosixPath(p).stem in stems]
+    by_name = [p for p in tracked if named_after(p, leaves)]
     importers = [p for p in tracked if p not in by_name and _imports_any(tree / p, modules, leaves)]
-    ranked = sorted(by_name, key=lambda p: -proximity(p, code)) + sorted(importers, key=lambda p: -proximity(p, code))
-    return ranked[:limit]
+    by_package = [p for p in tracked if p not in by_name and p not in importers and named_after_package(p, modules)]
+    return [p for group in (by_name, importers, by_package) for p in sorted(group, key=lambda p: -proximity(p, code))][
+        :limit
+    ]
 
 
 def wider_regression_selection(patch: Patch, base: Path, patched: Path, exclude: set[str]) -> list[SelectedTests]:
