@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from cascade.sandbox.allowlist import RunScope
+from cascade.sandbox.base import RunSpec
 from cascade.sandbox.bwrap import BwrapSandbox, probe_bwrap
+from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.strace import parse, probe_strace, refused_effects
 
 SCOPE = RunScope(
@@ -99,3 +101,20 @@ def test_bwrap_without_strace_is_unavailable_with_a_one_line_reason(
     finally:
         probe_strace.cache_clear()
     assert reason is not None and "strace is not installed" in reason and "\n" not in reason
+
+
+def test_killing_the_containers_strace_opens_no_untraced_window(tmp_path: Path) -> None:
+    """In docker the run can see its tracer (same uid). Killing it leaves strace's seccomp filter without a tracer:
+    every traced call then fails (ENOSYS), so nothing is written untraced, and the run's end is missing."""
+    sandbox = DockerSandbox()
+    reason = sandbox.available()
+    if reason is not None:
+        pytest.skip(reason)
+    script = (
+        "tracer=$(cut -d' ' -f4 /proc/$PPID/stat); kill -9 $tracer; n=0; "
+        "while [ -e /proc/$tracer ] && [ $n -lt 200000 ]; do n=$((n+1)); done; "  # until it is gone (builtins only)
+        "echo planted > /home/sandbox/.cascade-untraced; echo planted > untraced.txt; echo done"
+    )
+    result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(tmp_path), timeout_seconds=60))
+    assert not (tmp_path / "untraced.txt").exists(), result.stdout
+    assert any(e.target == "supervisor" for e in result.harmful_side_effects), result.side_effects

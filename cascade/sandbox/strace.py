@@ -8,8 +8,10 @@ create, change or remove a path, printing only the failed ones; `refused_effects
 
 Where it runs: the bwrap backend runs strace on the host, around bwrap, writing to a host-only file — the sandbox
 can neither see nor stop it. The docker backend runs it inside the container (ptrace cannot cross into a container
-from a process that did not start it), around the supervisor, writing into an append-only channel
-(`channel.py`); strace is the parent of everything the run starts, so killing it ends the run.
+from a process that did not start it), around the supervisor, writing into an append-only channel (`channel.py`:
+the run can add lines, never remove one). The run can see and kill that strace, but gains nothing: the seccomp
+filter strace installed outlives it, so every traced call fails with ENOSYS from then on (measured), the container
+ends with it, and the supervisor's missing end record rejects.
 
 Paths are as the sandbox sees them: strace prints the argument as given, and with ``-y`` each descriptor argument
 with its path (``AT_FDCWD</work/tree>``), which resolves relative paths; a relative path of an old-style call
