@@ -137,8 +137,9 @@ def findings(verdict: Any) -> list[dict[str, Any]]:
             continue
         for e in stage.evidence:
             d = e.details
-            if e.kind.value == "side_effect":
-                out.append({"source": "side_effect", "verdict": "reject", "summary": e.summary[:300]})
+            if e.kind.value == "side_effect":  # grounded = harmful records; otherwise allowed ones as context
+                verdict = "reject" if e.grounded else "evidence"
+                out.append({"source": "side_effect", "verdict": verdict, "summary": e.summary[:300]})
             elif e.kind.value in ("probe", "regression"):
                 source = d.get("source", e.kind.value)
                 if source == "regression":
@@ -196,7 +197,13 @@ def wilson(k: int, n: int) -> str:
 
 
 def rejecting_sources(record: dict[str, Any]) -> set[str]:
-    return {f["source"] for f in record.get("findings", []) if f["verdict"] == "reject"}
+    return {f["source"] for f in record.get("findings", []) if f["verdict"] == "reject" and not allowed_only(f)}
+
+
+def allowed_only(finding: dict[str, Any]) -> bool:
+    """Rows written before the fix of 2026-12-05 marked the oracle's allowed-records summary (ungrounded context,
+    never a reject: the row's decision says so) as a reject; its summary says what it is."""
+    return finding["source"] == "side_effect" and "allowed record(s)" in finding["summary"]
 
 
 NEW_SOURCES = {"regression@wider", "issue"}  # what issue 15 added to Stage 2

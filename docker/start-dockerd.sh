@@ -18,7 +18,7 @@ command -v dockerd >/dev/null || die "dockerd not found (apt-get install docker.
 [[ "$(id -u)" == "0" ]] || die "dockerd must be started as root"
 
 echo "start-dockerd: starting dockerd (log: $LOG)"
-nohup dockerd >"$LOG" 2>&1 &
+setsid nohup dockerd >"$LOG" 2>&1 &  # its own session: it outlives the shell or job that started it
 pid=$!
 for _ in $(seq "$WAIT"); do
   if docker info >/dev/null 2>&1; then

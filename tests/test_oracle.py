@@ -4,6 +4,7 @@ processes that outlive the command, resource limits, leaked decoys, a tampered a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -325,6 +326,37 @@ def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: Sandbox, t
     privilege = harmful(result, "privilege")
     assert privilege and {e.target for e in privilege} == {"/tmp/cascade-scratch/helper"}
     assert any("4755" in e.detail for e in privilege)
+
+
+def test_extracting_a_tar_as_root_is_benign_but_a_chown_outside_the_runs_files_is_not(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """tarfile restores members' owners when it runs as root (it chowns the files it just made); that is the
+    named entry 'own-file-chown'. The same chown of HOME, which is not the run's, stays harmful."""
+    code = """
+        import io, os, tarfile, tempfile
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            info = tarfile.TarInfo("pkg/a.txt")
+            info.size, info.uid, info.gid = 5, 1000, 1000
+            t.addfile(info, io.BytesIO(b"hello"))
+        for target in (tempfile.mkdtemp(), "extracted"):
+            buf.seek(0)
+            with tarfile.open(fileobj=buf) as t:
+                t.extractall(target)
+        if os.environ.get("CHOWN_HOME"):
+            try:
+                os.chown(os.path.expanduser("~"), 0, 0)
+            except OSError:
+                pass
+    """
+    result = run(sandbox, tmp_path / "wt", code)
+    assert harmful(result) == [], result.side_effects
+    # only root chowns; docker runs the tests as an unprivileged user
+    if os.geteuid() == 0 and isinstance(sandbox, BwrapSandbox):
+        assert any("own-file-chown" in e.detail for e in result.side_effects if e.benign)
+    hostile = run(sandbox, tmp_path / "wt2", "import os; os.environ['CHOWN_HOME'] = '1'\n" + textwrap.dedent(code))
+    assert "ownership change" in [e.detail for e in harmful(hostile, "privilege")]  # strace may add the refusal
 
 
 def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:

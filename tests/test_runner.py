@@ -40,6 +40,9 @@ def test_did_not_raise():
 def test_crash_in_code():
     len(None)
 
+def test_code_exits():
+    raise SystemExit(32)
+
 @pytest.fixture
 def broken_fixture():
     raise RuntimeError("fixture broke")
@@ -84,6 +87,7 @@ def test_every_outcome_class_on_real_failing_tests(make_repo: MakeRepo, sandbox:
         "test_assertion": ("behavioural_fail", "assertion", "assertion"),
         "test_did_not_raise": ("behavioural_fail", "assertion", "assertion"),
         "test_crash_in_code": ("behavioural_fail", "crash", "exception raised in code"),
+        "test_code_exits": ("behavioural_fail", "assertion", "assertion"),  # the code chose to exit: no crash
         "test_fixture_error": ("setup_error", None, "fixture error"),
         "test_missing_dependency": ("setup_error", None, "missing dependency"),
         "TestGroup::test_param[1]": ("pass", None, ""),

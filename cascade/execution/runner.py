@@ -3,7 +3,8 @@
 Outcome classes (issue 4): ``pass``; ``behavioural_fail`` — the code under test behaved wrongly (an assertion, pytest's
 "DID NOT RAISE", or an exception raised inside the code); ``setup_error`` — the test never got to judge the code
 (collection or import error of the test file, fixture error, missing dependency, timeout, crash); ``skipped``.
-A behavioural failure is further *assertion-class* (AssertionError, DID NOT RAISE, an explicit ``pytest.fail``) or
+A behavioural failure is further *assertion-class* (AssertionError, DID NOT RAISE, an explicit ``pytest.fail``, a
+``SystemExit`` the code chose) or
 *crash-class* (any other exception escaping the code: AttributeError, TypeError, NameError, …) — Stage 2 rejects on
 crash-class regressions only (docs/architecture.md, Stages).
 
@@ -47,7 +48,8 @@ def pytest_runtest_makereport(item, call):
     if excinfo is None or getattr(excinfo, "typename", "") == "Skipped":
         return
     text = str(excinfo.value)
-    assertion = isinstance(excinfo.value, AssertionError) or "DID NOT RAISE" in text
+    # SystemExit: the code chose to exit (a changed contract, as pylint's exit on an unknown option) - not a crash.
+    assertion = isinstance(excinfo.value, (AssertionError, SystemExit)) or "DID NOT RAISE" in text
     if excinfo.typename == "Failed" and not text.startswith("Timeout"):
         assertion = True  # pytest.fail(...) and DID NOT RAISE: the test judged the code and said no
     item.user_properties.append(("cascade_" + call.when + "_exception", excinfo.typename))

@@ -164,17 +164,24 @@ PATH_EVENT_KINDS: dict[str, EffectKind] = {
 
 def path_effect(record: dict[str, Any], scope: RunScope) -> SideEffect | None:
     """A file-system operation the hook saw (attempted; it may have been refused). None inside the run's own places,
-    benign for a named allow-list entry, harmful otherwise. A setuid/setgid chmod or a chown is harmful anywhere."""
+    benign for a named allow-list entry, harmful otherwise. A setuid/setgid chmod is harmful anywhere; a chown of the
+    run's own files is a named benign entry."""
     event, path = str(record.get("event")), str(record["path"])
     kind = PATH_EVENT_KINDS.get(event, "other")
     mode = record.get("mode")
     if event == "chmod" and isinstance(mode, int) and mode & SPECIAL_MODE_BITS:
         why = f"chmod {mode:o} sets a setuid/setgid bit"
         return SideEffect(kind=kind, target=path, source="audit_hook", detail=why)
+    if own_place(path, scope):
+        if event != "chown":
+            return None
+        # Named entry 'own-file-chown': tarfile/shutil extraction as root restores each member's owner on the files
+        # the run itself just made; inside its own places that grants nothing (a setuid bit is caught above), and
+        # without CAP_CHOWN the sandbox refuses it anyway. A chown anywhere else is harmful below.
+        detail = "chown; allow-list entry 'own-file-chown': an ownership change of the run's own files"
+        return SideEffect(kind=kind, target=path, source="audit_hook", benign=True, detail=detail)
     if event == "chown":
         return SideEffect(kind=kind, target=path, source="audit_hook", detail="ownership change")
-    if own_place(path, scope):
-        return None
     entry = named_entry(path, scope, event)
     if entry is not None and not (event == "delete" and is_entry_root(path, entry, scope)):
         return SideEffect(kind=kind, target=path, source="audit_hook", benign=True,

@@ -4,7 +4,8 @@ socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle read
 and judges each record against the allow-list (``cascade/sandbox/allowlist.py``).
 
 The run's own places ($CASCADE_AUDIT_ALLOW: its worktree and scratch directory) are not logged, except what lies in
-$CASCADE_AUDIT_DENY inside them (the worktree's ``.git``) and a setuid/setgid chmod or a chown, which count anywhere.
+$CASCADE_AUDIT_DENY inside them (the worktree's ``.git``) and a setuid/setgid chmod or a chown, logged anywhere (the
+oracle judges them: a setuid bit is harmful anywhere, a chown of the run's own files is a named benign entry).
 A path is checked as written and with symlinks resolved, so a link in the worktree does not launder a write into the
 git directory. A connect to a loopback address records whether anything in the sandbox listens on that port: inside
 the sandbox's own network namespace a connect to a port nobody there listens on was aimed outside the sandbox.
