@@ -100,7 +100,9 @@ def summary(runs: dict[str, list[dict[str, Any]]], commands: list[str]) -> str:
         *table(by_run_repo, "set · repository"),
         "",
         f"Wall time of the stage per row (machine shared and loaded): median {statistics.median(times):.1f} s, "
-        f"max {times[-1]:.1f} s over {len(times)} rows." if times else "No row ran.",
+        f"max {times[-1]:.1f} s over {len(times)} rows."
+        if times
+        else "No row ran.",
         "",
         f"Not run here: {', '.join(UNAVAILABLE)} (no checkout available: too large to fetch).",
         "",

@@ -86,13 +86,15 @@ def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) ->
 def test_every_unsafe_case_has_a_benign_twin_of_the_same_shape(corpus: list[RedteamCase]) -> None:
     ids = {c.id: c for c in corpus}
     benign = by_kind(corpus, "benign")
-    assert len(benign) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(
-        EVASION_CASES)
+    assert len(benign) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(EVASION_CASES)
     for case in by_kind(corpus, "unsafe"):
         twin = ids[case.spec.twin]
         assert twin.spec.kind == "benign" and twin.spec.twin == case.id
         assert (twin.spec.domain, twin.spec.framing, twin.spec.test_file) == (
-            case.spec.domain, case.spec.framing, case.spec.test_file)
+            case.spec.domain,
+            case.spec.framing,
+            case.spec.test_file,
+        )
         assert not twin.spec.expect.reject and not twin.spec.loopback_ports
 
 
@@ -137,8 +139,9 @@ def test_every_patch_applies_to_the_target_repo_and_adds_a_test_and_a_code_chang
 ) -> None:
     repo = make_target_repo(tmp_path / "textkit")
     for case in corpus:
-        check = subprocess.run(["git", "-C", str(repo), "apply", "--check", "-"], input=case.patch_text, text=True,
-                               capture_output=True)
+        check = subprocess.run(
+            ["git", "-C", str(repo), "apply", "--check", "-"], input=case.patch_text, text=True, capture_output=True
+        )
         assert check.returncode == 0, f"{case.id}: {check.stderr}"
         assert f"+++ b/{case.spec.test_file}" in case.patch_text
         assert "+++ b/textkit/" in case.patch_text, f"{case.id}: no code change"
@@ -172,12 +175,12 @@ def test_benign_twins_fail_before_the_fix_and_pass_after_it(corpus: list[Redteam
     fixed = make_target_repo(tmp_path / "fixed")
     fixes_applied: set[str] = set()
     for case in by_kind(corpus, "benign"):
-        subprocess.run(["git", "-C", str(base), "apply", "--include=tests/*", "-"], input=case.patch_text,
-                       text=True, check=True)
+        subprocess.run(
+            ["git", "-C", str(base), "apply", "--include=tests/*", "-"], input=case.patch_text, text=True, check=True
+        )
         fix = next(line for line in case.patch_text.splitlines() if line.startswith("+++ b/textkit/"))
         exclude = [] if fix not in fixes_applied else ["--exclude=textkit/*"]  # allow-list cases reuse the fixes
-        subprocess.run(["git", "-C", str(fixed), "apply", *exclude, "-"], input=case.patch_text, text=True,
-                       check=True)
+        subprocess.run(["git", "-C", str(fixed), "apply", *exclude, "-"], input=case.patch_text, text=True, check=True)
         fixes_applied.add(fix)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
     (tmp_path / "home").mkdir()
@@ -195,8 +198,9 @@ def test_benign_twins_fail_before_the_fix_and_pass_after_it(corpus: list[Redteam
 def _verdict(decision: Decision, effects: Sequence[Mapping[str, object]]) -> Verdict:
     details = {"side_effects": [dict(e) for e in effects]}
     evidence = Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary="s", details=details)
-    stage = StageResult(stage="probes", outcome=Outcome.REJECT if decision == Decision.REJECT else Outcome.PASS,
-                        evidence=[evidence])
+    stage = StageResult(
+        stage="probes", outcome=Outcome.REJECT if decision == Decision.REJECT else Outcome.PASS, evidence=[evidence]
+    )
     return Verdict(decision=decision, reason="r", stages=[stage])
 
 
@@ -235,8 +239,21 @@ def test_none_backend_refuses_unsafe_cases(corpus: list[RedteamCase]) -> None:
 
 
 def test_cli_refuses_none_with_one_line_and_exit_3() -> None:
-    proc = subprocess.run([sys.executable, "-m", "cascade", "bench", "redteam", "--backend", "none", "--case",
-                           "unsafe-shell-profile-unit-test"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cascade",
+            "bench",
+            "redteam",
+            "--backend",
+            "none",
+            "--case",
+            "unsafe-shell-profile-unit-test",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 3
     assert proc.stderr.count("\n") == 1 and "refusing to run 1 unsafe" in proc.stderr
 
@@ -287,8 +304,10 @@ def _failures(report: SuiteReport) -> list[str]:
     for r in report.results:
         gaps = KNOWN_GAPS.get(r.backend, {})
         if r.kind in MUST_CATCH and r.outcome != "caught" and r.case not in gaps:
-            lines.append(f"MISSED {r.backend} {r.case}: decision={r.decision} ({r.deciding_stage}); {r.missing}"
-                         f"{'; error ' + r.error if r.error else ''}")
+            lines.append(
+                f"MISSED {r.backend} {r.case}: decision={r.decision} ({r.deciding_stage}); {r.missing}"
+                f"{'; error ' + r.error if r.error else ''}"
+            )
         if r.kind in MUST_CATCH and r.outcome == "caught" and r.case in gaps:
             lines.append(f"NOW CAUGHT {r.backend} {r.case}: remove it from KNOWN_GAPS")
         if r.kind not in MUST_CATCH and r.outcome in ("false_alarm", "error"):
@@ -325,13 +344,18 @@ def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path)
     if not summary.available:
         pytest.skip(f"{backend} cannot run the suite here: {summary.reason}")
     assert summary.preflight["home_private"] and summary.preflight["tmp_private"]
-    assert summary.unsafe_total == len(by_kind(corpus, "unsafe")) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(
-        EVASION_CASES)
+    assert (
+        summary.unsafe_total
+        == len(by_kind(corpus, "unsafe"))
+        == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(EVASION_CASES)
+    )
     assert summary.benign_total == len(by_kind(corpus, "benign"))
     failures = _failures(report)
-    assert not failures, f"{backend}: caught {summary.caught}/{summary.unsafe_total}, trace " \
-        f"{summary.trace_caught}/{summary.trace_total}, false alarms {summary.false_alarms}/" \
+    assert not failures, (
+        f"{backend}: caught {summary.caught}/{summary.unsafe_total}, trace "
+        f"{summary.trace_caught}/{summary.trace_total}, false alarms {summary.false_alarms}/"
         f"{summary.benign_total}:\n" + "\n".join(failures)
+    )
 
 
 @pytest.mark.slow
@@ -356,8 +380,20 @@ def test_cli_writes_jsonl_and_markdown_for_a_benign_case(tmp_path: Path) -> None
         pytest.skip("bwrap not available")
     config = tmp_path / "c.yaml"
     config.write_text("static:\n  enabled: false\n")
-    result = CliRunner().invoke(redteam, ["--backend", "bwrap", "--case", "benign-supply-chain-crash-reproduction",
-                                          "--config", str(config), "--output", str(tmp_path / "o"), "--quiet"])
+    result = CliRunner().invoke(
+        redteam,
+        [
+            "--backend",
+            "bwrap",
+            "--case",
+            "benign-supply-chain-crash-reproduction",
+            "--config",
+            str(config),
+            "--output",
+            str(tmp_path / "o"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "o" / "redteam.jsonl").read_text().splitlines()
     assert len(lines) == 1 and '"outcome":"clean"' in lines[0]

@@ -79,8 +79,11 @@ def python_runs(command: str, root: str = "") -> list[str]:
     for line in command_lines(command):
         for segment in _SEGMENT_SPLIT.split(line):
             words = _split(segment)
-            while words and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]) or words[0] in ("timeout", "env")
-                             or re.match(r"^\d+[smh]?$", words[0])):
+            while words and (
+                re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0])
+                or words[0] in ("timeout", "env")
+                or re.match(r"^\d+[smh]?$", words[0])
+            ):
                 words = words[1:]
             if words and _PYTHON.match(PurePosixPath(words[0]).name):
                 script = next((w for w in words[1:] if not w.startswith("-")), "")

@@ -23,8 +23,11 @@ def targets_met(report: SuiteReport) -> bool:
     """Catch everything, no false alarm, no error, on every backend that ran."""
     ran = [s for s in report.backends if s.available]
     return bool(ran) and all(
-        s.caught == s.unsafe_total and s.trace_caught == s.trace_total and s.false_alarms == 0
-        and s.trace_false_alarms == 0 and s.errors == 0
+        s.caught == s.unsafe_total
+        and s.trace_caught == s.trace_total
+        and s.false_alarms == 0
+        and s.trace_false_alarms == 0
+        and s.errors == 0
         for s in ran
     )
 
@@ -34,18 +37,37 @@ def _progress(result: CaseResult) -> None:
 
 
 @click.command("redteam")
-@click.option("--backend", "backends", multiple=True, type=click.Choice(["bwrap", "docker", "none"]),
-              help="Sandbox backend(s) to run on [default: every available one of bwrap, docker].")
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    type=click.Choice(["bwrap", "docker", "none"]),
+    help="Sandbox backend(s) to run on [default: every available one of bwrap, docker].",
+)
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only these case kinds.")
 @click.option("--case", "only", multiple=True, help="Only cases whose id contains this text (repeatable).")
 @click.option("--corpus", default=str(DEFAULT_CORPUS), show_default=True, help="Corpus directory.")
 @click.option("--config", "config_file", default=None, help="YAML config for the gate (sandbox limits, stages).")
-@click.option("--output", "out_dir", default="redteam-results", show_default=True, type=click.Path(path_type=str),
-              help="Output directory.")
+@click.option(
+    "--output",
+    "out_dir",
+    default="redteam-results",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Output directory.",
+)
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 8), help="Cases reviewed in parallel.")
 @click.option("--quiet", is_flag=True, help="No per-case progress lines.")
-def redteam(backends: tuple[str, ...], kinds: tuple[str, ...], only: tuple[str, ...], corpus: str,
-            config_file: str | None, out_dir: str, jobs: int, quiet: bool) -> None:
+def redteam(
+    backends: tuple[str, ...],
+    kinds: tuple[str, ...],
+    only: tuple[str, ...],
+    corpus: str,
+    config_file: str | None,
+    out_dir: str,
+    jobs: int,
+    quiet: bool,
+) -> None:
     """Run the red-team suite: unsafe tests disguised as routine PRs must be rejected with side-effect evidence."""
     from cascade.redteam.runner import run_suite  # late: pulls in the sandbox backends and every stage
 
@@ -62,9 +84,11 @@ def redteam(backends: tuple[str, ...], kinds: tuple[str, ...], only: tuple[str, 
     paths = write_report(report, Path(out_dir))
     for s in report.backends:
         if s.available:
-            click.echo(f"{s.backend}: caught {s.caught}/{s.unsafe_total} unsafe, {s.trace_caught}/{s.trace_total} "
-                       f"trace; false alarms {s.false_alarms}/{s.benign_total} benign, {s.trace_false_alarms}/"
-                       f"{s.trace_benign_total} trace-benign; errors {s.errors}; {s.seconds}s")
+            click.echo(
+                f"{s.backend}: caught {s.caught}/{s.unsafe_total} unsafe, {s.trace_caught}/{s.trace_total} "
+                f"trace; false alarms {s.false_alarms}/{s.benign_total} benign, {s.trace_false_alarms}/"
+                f"{s.trace_benign_total} trace-benign; errors {s.errors}; {s.seconds}s"
+            )
         else:
             click.echo(f"{s.backend}: not available — {s.reason}")
     click.echo(f"listener connections: {len(report.listener.get('connections', []))}; report: {paths['markdown']}")

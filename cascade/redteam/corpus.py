@@ -38,8 +38,9 @@ def load_case(directory: Path) -> RedteamCase:
         raise BadInput(f"red-team case {directory.name}: invalid case.yaml ({type(exc).__name__})") from None
     if spec.id != directory.name:
         raise BadInput(f"red-team case {directory.name}: case.yaml says id '{spec.id}'")
-    return RedteamCase(spec=spec, directory=str(directory), issue_text=issue, patch_text=patch,
-                       trace=_load_trace(directory))
+    return RedteamCase(
+        spec=spec, directory=str(directory), issue_text=issue, patch_text=patch, trace=_load_trace(directory)
+    )
 
 
 def _load_trace(directory: Path) -> Trace | None:
@@ -53,8 +54,9 @@ def _load_trace(directory: Path) -> Trace | None:
     return trace_from_data(data, source=str(path))
 
 
-def load_corpus(root: Path = DEFAULT_CORPUS, kinds: set[CaseKind] | None = None,
-                only: list[str] | None = None) -> list[RedteamCase]:
+def load_corpus(
+    root: Path = DEFAULT_CORPUS, kinds: set[CaseKind] | None = None, only: list[str] | None = None
+) -> list[RedteamCase]:
     """All cases under ``root/cases``, sorted by id, optionally filtered by kind and by id substrings."""
     cases_dir = root / "cases"
     if not cases_dir.is_dir():

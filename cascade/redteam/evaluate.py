@@ -77,16 +77,24 @@ def judge(case: RedteamCase, verdict: Verdict) -> tuple[Outcome, list[EffectReco
     return ("rejected_other" if rejected else "clean"), [], harmful, ""
 
 
-def _missing(rejected: bool, matched: list[EffectRecord], rules: list[EvidenceRule],
-             records: list[EffectRecord]) -> str:
-    wanted = " or ".join(f"{'/'.join(r.kinds) or 'any kind'}~/{r.pattern}/"
-                         + (f" from {'/'.join(r.sources)}" if r.sources else "") for r in rules)
+def _missing(
+    rejected: bool, matched: list[EffectRecord], rules: list[EvidenceRule], records: list[EffectRecord]
+) -> str:
+    wanted = " or ".join(
+        f"{'/'.join(r.kinds) or 'any kind'}~/{r.pattern}/" + (f" from {'/'.join(r.sources)}" if r.sources else "")
+        for r in rules
+    )
     if matched and not rejected:
         return f"expected evidence was recorded ({len(matched)} record(s)) but the gate did not reject"
-    benign_hits = [r for r in records if r.benign and any(rule_matches(rule, r.model_copy(update={"benign": False}))
-                                                          for rule in rules)]
+    benign_hits = [
+        r
+        for r in records
+        if r.benign and any(rule_matches(rule, r.model_copy(update={"benign": False})) for rule in rules)
+    ]
     if benign_hits:
         first = benign_hits[0]
-        return (f"no non-benign record matching {wanted}; the oracle recorded {len(benign_hits)} matching record(s) "
-                f"but judged them allowed (e.g. {first.kind} {first.target} via {first.source}: {first.detail})")
+        return (
+            f"no non-benign record matching {wanted}; the oracle recorded {len(benign_hits)} matching record(s) "
+            f"but judged them allowed (e.g. {first.kind} {first.target} via {first.source}: {first.detail})"
+        )
     return f"no record matching {wanted}" + ("" if rejected else "; not rejected")

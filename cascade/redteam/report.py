@@ -26,20 +26,33 @@ def _summary_dict(s: BackendSummary) -> dict[str, object]:
 
 
 def render_markdown(report: SuiteReport) -> str:
-    lines = ["# Red-team suite", "", "| backend | unsafe caught | benign false alarms | trace caught | "
-             "trace-benign false alarms | errors | seconds |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Red-team suite",
+        "",
+        "| backend | unsafe caught | benign false alarms | trace caught | "
+        "trace-benign false alarms | errors | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in report.backends:
         if not s.available:
             lines.append(f"| {s.backend} | not available: {s.reason} | | | | | |")
             continue
-        lines.append(f"| {s.backend} | {s.caught}/{s.unsafe_total} | {s.false_alarms}/{s.benign_total} | "
-                     f"{s.trace_caught}/{s.trace_total} | {s.trace_false_alarms}/{s.trace_benign_total} | "
-                     f"{s.errors} | {s.seconds} |")
+        lines.append(
+            f"| {s.backend} | {s.caught}/{s.unsafe_total} | {s.false_alarms}/{s.benign_total} | "
+            f"{s.trace_caught}/{s.trace_total} | {s.trace_false_alarms}/{s.trace_benign_total} | "
+            f"{s.errors} | {s.seconds} |"
+        )
     conns = report.listener.get("connections", [])
-    lines += ["", f"Loopback listeners ({', '.join(report.listener.get('hosts', []))}; ports "
-              f"{report.listener.get('ports', [])}) received {len(conns)} connection(s).", ""]
-    lines += ["| case | backend | outcome | decision (stage) | evidence | allowed records | missing |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"Loopback listeners ({', '.join(report.listener.get('hosts', []))}; ports "
+        f"{report.listener.get('ports', [])}) received {len(conns)} connection(s).",
+        "",
+    ]
+    lines += [
+        "| case | backend | outcome | decision (stage) | evidence | allowed records | missing |",
+        "|---|---|---|---|---|---|---|",
+    ]
     lines += [_row(r) for r in report.results]
     return "\n".join(lines) + "\n"
 
@@ -48,8 +61,10 @@ def _row(r: CaseResult) -> str:
     shown = r.matched or r.effects
     evidence = "; ".join(_effect(e) for e in shown[:3]) + (f" (+{len(shown) - 3})" if len(shown) > 3 else "")
     decision = f"{r.decision} ({r.deciding_stage})" if r.decision else (r.error or "")
-    return (f"| {r.case} | {r.backend} | {r.outcome} | {_cell(decision)} | {_cell(evidence)} | {r.benign_effects} | "
-            f"{_cell(r.missing)} |")
+    return (
+        f"| {r.case} | {r.backend} | {r.outcome} | {_cell(decision)} | {_cell(evidence)} | {r.benign_effects} | "
+        f"{_cell(r.missing)} |"
+    )
 
 
 def _effect(e: EffectRecord) -> str:

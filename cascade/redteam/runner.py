@@ -52,8 +52,14 @@ def env_for(base: EnvConfig, backend: Backend) -> EnvConfig:
         return base.model_copy(update={"use_current_interpreter": True})
     if base.python is not None or not Path(DOCKER_PYTHON).exists():
         return base
-    return base.model_copy(update={"python": DOCKER_PYTHON, "packages": TEST_PACKAGES, "install_project": False,
-                                   "cache_dir": base.cache_dir or DOCKER_ENV_CACHE})
+    return base.model_copy(
+        update={
+            "python": DOCKER_PYTHON,
+            "packages": TEST_PACKAGES,
+            "install_project": False,
+            "cache_dir": base.cache_dir or DOCKER_ENV_CACHE,
+        }
+    )
 
 
 def case_config(base: CascadeConfig, backend: Backend) -> CascadeConfig:
@@ -72,8 +78,9 @@ def backend_environment(env: EnvConfig) -> Environment:
     """The environment Stage 2 will build for the demo repository under this config (as its make_environment)."""
     if env.use_current_interpreter:
         return current_environment()
-    spec = EnvSpec(repo="textkit", python=env.python or sys.executable, packages=list(env.packages),
-                   install_project=False)
+    spec = EnvSpec(
+        repo="textkit", python=env.python or sys.executable, packages=list(env.packages), install_project=False
+    )
     cache = Path(env.cache_dir).expanduser() if env.cache_dir else None
     return ensure_environment(spec, cache_dir=cache, timeout=env.setup_timeout_seconds)
 
@@ -90,15 +97,26 @@ def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Back
     from cascade.pipeline import review  # imported late: the pipeline pulls in every stage
 
     started = time.perf_counter()
-    base = {"case": case.id, "kind": case.spec.kind, "domain": case.spec.domain, "framing": case.spec.framing,
-            "backend": backend, "expected": list(case.spec.expect.evidence)}
-    request = ReviewRequest(repo=str(repo), patch_text=case.patch_text, issue_text=case.issue_text,
-                            trace=case.trace, config=config)
+    base = {
+        "case": case.id,
+        "kind": case.spec.kind,
+        "domain": case.spec.domain,
+        "framing": case.spec.framing,
+        "backend": backend,
+        "expected": list(case.spec.expect.evidence),
+    }
+    request = ReviewRequest(
+        repo=str(repo), patch_text=case.patch_text, issue_text=case.issue_text, trace=case.trace, config=config
+    )
     try:
         verdict = review(request)
     except CascadeError as exc:
-        return CaseResult(**base, outcome="error", error=f"{type(exc).__name__}: {exc}",
-                          seconds=round(time.perf_counter() - started, 2))
+        return CaseResult(
+            **base,
+            outcome="error",
+            error=f"{type(exc).__name__}: {exc}",
+            seconds=round(time.perf_counter() - started, 2),
+        )
     outcome, matched, harmful, missing = judge(case, verdict)
     benign = allowed_count(verdict)
     return CaseResult(
@@ -115,8 +133,14 @@ def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Back
     )
 
 
-def _run_backend(backend: Backend, cases: list[RedteamCase], config: CascadeConfig, corpus: Path, jobs: int,
-                 progress: Progress | None) -> list[CaseResult]:
+def _run_backend(
+    backend: Backend,
+    cases: list[RedteamCase],
+    config: CascadeConfig,
+    corpus: Path,
+    jobs: int,
+    progress: Progress | None,
+) -> list[CaseResult]:
     """Every case on one backend; ``jobs`` worker threads, each with its own target repository."""
     local = threading.local()
     with tempfile.TemporaryDirectory(prefix="cascade-redteam-") as tmp:
@@ -140,8 +164,12 @@ def _run_backend(backend: Backend, cases: list[RedteamCase], config: CascadeConf
             return list(pool.map(one, cases))
 
 
-def summarize(backend: Backend, results: list[CaseResult], seconds: float, preflight_report: dict[str, object],
-              ) -> BackendSummary:
+def summarize(
+    backend: Backend,
+    results: list[CaseResult],
+    seconds: float,
+    preflight_report: dict[str, object],
+) -> BackendSummary:
     def count(kind: str, outcome: str | None = None) -> int:
         return sum(1 for r in results if r.kind == kind and (outcome is None or r.outcome == outcome))
 

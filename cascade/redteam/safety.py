@@ -98,8 +98,12 @@ class LoopbackListeners:
         return [str(sock.getsockname()[0]) for sock in self._sockets]
 
     def report(self) -> dict[str, Any]:
-        return {"ports": self.ports, "hosts": list(LOOPBACK_HOSTS), "connections": list(self.connections),
-                "unbound": list(self.unbound)}
+        return {
+            "ports": self.ports,
+            "hosts": list(LOOPBACK_HOSTS),
+            "connections": list(self.connections),
+            "unbound": list(self.unbound),
+        }
 
 
 def refuse_unsafe_on_none(backend: str, cases: list[RedteamCase]) -> None:
@@ -119,15 +123,18 @@ def preflight(sandbox: Sandbox, python: str = sys.executable, exposed: list[str]
     or /tmp (then no case may run on it)."""
     host_home = Path.home()
     with tempfile.TemporaryDirectory(prefix="cascade-redteam-preflight-") as work:
-        spec = RunSpec(argv=[python, "-c", _PREFLIGHT], worktree=work, read_only_paths=exposed or [],
-                       timeout_seconds=60)
+        spec = RunSpec(
+            argv=[python, "-c", _PREFLIGHT], worktree=work, read_only_paths=exposed or [], timeout_seconds=60
+        )
         try:
             result = sandbox.run(spec)
         except CascadeError as exc:  # the backend's own one-line reason (e.g. docker: the engine or image failed)
             raise CascadeError(f"sandbox '{sandbox.isolation}' cannot run the preflight: {exc}") from None
         except Exception as exc:  # any other failure of a backend makes it unusable, never fatal to the suite
-            raise CascadeError(f"sandbox '{sandbox.isolation}' cannot run the preflight: {type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0][:300]}") from None
+            raise CascadeError(
+                f"sandbox '{sandbox.isolation}' cannot run the preflight: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:300]}"
+            ) from None
     try:
         seen = json.loads(result.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
@@ -136,11 +143,17 @@ def preflight(sandbox: Sandbox, python: str = sys.executable, exposed: list[str]
             f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}"
         ) from None
     home_id, tmp_id = _ident(host_home), _ident(Path("/tmp"))
-    report = {"isolation": result.isolation, "sandbox_home": seen["home"], "sandbox_tempdir": seen["tempdir"],
-              "home_private": seen["home_id"] != home_id, "tmp_private": seen["tmp_id"] != tmp_id}
+    report = {
+        "isolation": result.isolation,
+        "sandbox_home": seen["home"],
+        "sandbox_tempdir": seen["tempdir"],
+        "home_private": seen["home_id"] != home_id,
+        "tmp_private": seen["tmp_id"] != tmp_id,
+    }
     if not (report["home_private"] and report["tmp_private"]):
-        raise CascadeError(f"refused: sandbox '{sandbox.isolation}' shares the host's HOME or /tmp with the run: "
-                           f"{report}")
+        raise CascadeError(
+            f"refused: sandbox '{sandbox.isolation}' shares the host's HOME or /tmp with the run: {report}"
+        )
     return report
 
 
@@ -192,8 +205,11 @@ def _record(states: HostSnapshot, path: Path) -> None:
 def snapshot_diff(before: HostSnapshot, after: HostSnapshot) -> list[str]:
     """Human-readable differences: ``+path`` created, ``-path`` removed, ``~path`` changed."""
     changed = [f"~{p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]]
-    return [*(f"+{p}" for p in sorted(after.keys() - before.keys())),
-            *(f"-{p}" for p in sorted(before.keys() - after.keys())), *changed]
+    return [
+        *(f"+{p}" for p in sorted(after.keys() - before.keys())),
+        *(f"-{p}" for p in sorted(before.keys() - after.keys())),
+        *changed,
+    ]
 
 
 def suite_footprint(differences: list[str], home: Path | None = None) -> list[str]:

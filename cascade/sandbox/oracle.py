@@ -252,8 +252,13 @@ class PrivateDirs:
         effects += audit_effects(log, scope, timed_out)
         if self.trace is not None:
             effects += read_refusals(self.trace, scope)
-        effects += [tampering(f"the run flooded or held open its strace channel: {c.dropped} bytes dropped, "
-                              f"complete: {c.complete}") for c in self.channels[1:] if c.dropped or not c.complete]
+        effects += [
+            tampering(
+                f"the run flooded or held open its strace channel: {c.dropped} bytes dropped, complete: {c.complete}"
+            )
+            for c in self.channels[1:]
+            if c.dropped or not c.complete
+        ]
         return deduplicate(effects)
 
     def cleanup(self) -> None:

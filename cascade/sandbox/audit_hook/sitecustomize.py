@@ -215,7 +215,7 @@ def _line(record: dict[str, object]) -> bytes:
         if isinstance(value, str):
             value = value[:_SHORT]
         elif isinstance(value, (list, tuple)):
-            value = [str(part)[:_SHORT // 4] for part in value[:8]]
+            value = [str(part)[: _SHORT // 4] for part in value[:8]]
         short[key] = value
     data = (json.dumps(short, default=repr) + "\n").encode("utf-8", "replace")
     if len(data) <= _PIPE_BUF:

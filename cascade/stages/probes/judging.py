@@ -212,8 +212,10 @@ def side_effects(effects: list[SideEffect]) -> Judgement | None:
         return None
     details = {"side_effects": harmful + allowed, "allowed_total": sum(e.benign for e in effects)}
     if not harmful:
-        summary = f"{details['allowed_total']} allowed record(s) of the runs (allow-list entries, subprocesses, own " \
+        summary = (
+            f"{details['allowed_total']} allowed record(s) of the runs (allow-list entries, subprocesses, own "
             "listeners)"
+        )
         return Judgement(evidence=Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=False, summary=summary,
                                            details=details))  # fmt: skip
     summary = f"untrusted code had {len(harmful)} side effect(s) beyond what a test run may touch"
