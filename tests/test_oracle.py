@@ -274,6 +274,18 @@ def test_a_non_python_write_outside_the_allow_list_is_caught(sandbox: Sandbox, t
         assert all("refused" in e.detail for e in harmful(result) if e.target in expected), result.side_effects
 
 
+def test_a_non_python_network_attempt_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+    """bash's /dev/tcp is no Python socket: the audit hook never sees it, strace does (failed: no network)."""
+    code = """
+        import subprocess
+        subprocess.run(["bash", "-c", "echo ping > /dev/tcp/192.0.2.1/80"], capture_output=True)
+        subprocess.run(["bash", "-c", "echo ping > /dev/tcp/127.0.0.1/9"], capture_output=True)  # own loopback
+    """
+    result = run(sandbox, tmp_path / "wt", code)
+    network = harmful(result, "network")
+    assert [(e.target, e.source) for e in network] == [("inet:192.0.2.1:80", "strace")], result.side_effects
+
+
 def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(sandbox: Sandbox, tmp_path: Path) -> None:
     """What real suites do that the read-only mounts refuse without intent: git refreshing the index of the
     reviewed repository (index.lock), a ``python -I`` child caching bytecode beside the modules it imports."""

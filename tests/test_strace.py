@@ -118,3 +118,58 @@ def test_killing_the_containers_strace_opens_no_untraced_window(tmp_path: Path) 
     result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(tmp_path), timeout_seconds=60))
     assert not (tmp_path / "untraced.txt").exists(), result.stdout
     assert any(e.target == "supervisor" for e in result.harmful_side_effects), result.side_effects
+
+
+NET_LINES = [
+    '5 connect(3<socket:[91]>, {sa_family=AF_UNIX, sun_path="/var/run/docker.sock"}, 23) = -1 ENOENT (No such file or '
+    "directory)",
+    '5 connect(3<socket:[92]>, {sa_family=AF_INET, sin_port=htons(80), sin_addr=inet_addr("1.1.1.1")}, 16) = -1 '
+    "ENETUNREACH (Network is unreachable)",
+    "5 connect(3<socket:[93]>, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "
+    '"2606:4700::1111", &sin6_addr), sin6_scope_id=0}, 28) = -1 ENETUNREACH (Network is unreachable)',
+    '6 connect(4<socket:[94]>, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 '
+    "ECONNREFUSED (Connection refused)",  # loopback: the run's own private network namespace
+    '6 connect(5<socket:[95]>, {sa_family=AF_UNIX, sun_path=@"/tmp/.X11-unix/X0"}, 20) = -1 ECONNREFUSED (Connection '
+    "refused)",  # an abstract name: scoped to the run's network namespace
+    '6 connect(6<socket:[96]>, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT (No such file '
+    "or directory)",
+    '6 connect(7<socket:[97]>, {sa_family=AF_UNIX, sun_path="/work/wt/.s.sock"}, 110) = -1 ECONNREFUSED (Connection '
+    "refused)",
+    '7 sendto(8<socket:[98]>, "\\x12", 1, MSG_NOSIGNAL, {sa_family=AF_INET, sin_port=htons(53), '
+    'sin_addr=inet_addr("10.0.0.2")}, 16) = -1 ENETUNREACH (Network is unreachable)',
+]
+
+
+def test_failed_connects_beyond_loopback_and_own_sockets_are_network_attempts() -> None:
+    effects = refused_effects(NET_LINES, SCOPE)
+    harmful = {e.target for e in effects if not e.benign}
+    assert harmful == {"unix:/var/run/docker.sock", "inet:1.1.1.1:80", "inet:2606:4700::1111:443", "inet:10.0.0.2:53"}
+    assert all(e.kind == "network" and e.source == "strace" for e in effects)
+    assert [e.target for e in effects if e.benign] == ["unix:/var/run/nscd/socket"]  # glibc's NSS: named entry
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl (a non-Python client) is not installed")
+def test_host_daemon_sockets_are_hidden_and_a_connect_attempt_is_recorded(tmp_path: Path) -> None:
+    """A read-only bind does not stop connect() on a Unix socket: the host's /run must not be visible at all, and
+    a non-Python program trying a daemon socket or the network is a side effect."""
+    sandbox = BwrapSandbox()
+    if sandbox.available() is not None or not Path("/run").is_dir():
+        pytest.skip("bwrap with strace or /run not available here")
+    import socket
+
+    marker = Path(f"/run/cascade-test-{tmp_path.name}.sock")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(marker))
+        server.listen(1)
+        client = f'perl -MIO::Socket::UNIX -e \'IO::Socket::UNIX->new(Peer => "{marker}") and print "reached"\''
+        script = f"{client}; bash -c 'echo > /dev/tcp/192.0.2.1/80' 2>/dev/null; echo done"
+        worktree = tmp_path / "wt"
+        worktree.mkdir()
+        result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
+    finally:
+        server.close()
+        marker.unlink(missing_ok=True)
+    assert "reached" not in result.stdout and "done" in result.stdout
+    harmful = {e.target for e in result.harmful_side_effects if e.kind == "network"}
+    assert harmful == {f"unix:{marker}", "inet:192.0.2.1:80"}, result.side_effects

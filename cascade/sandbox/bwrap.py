@@ -1,6 +1,6 @@
 """The `bwrap` backend (default where it works): bubblewrap with the host root read-only, the worktree the only
-writable host path, private HOME, /tmp and /dev/shm (host directories the oracle diffs afterwards), the repository's
-git directory read-only, no network, private
+writable host path, private HOME, /tmp and /dev/shm (host directories the oracle diffs afterwards), the host's /run
+hidden (daemon sockets), the repository's git directory read-only, no network, private
 pid/ipc/uts namespaces, no capabilities, a new session, and rlimits + a pids cgroup + a wall timeout around it.
 bwrap itself runs under strace (on the host, out of the sandbox's reach), which records every write the read-only
 mounts refused to any program; without strace this backend is unavailable (it would be blind to non-Python
@@ -25,6 +25,17 @@ from cascade.sandbox.strace import STRACE_FILE, probe_strace, traced
 NAMESPACE_FLAGS = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
 HARDENING_FLAGS = ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
 PROBE_TIMEOUT_SECONDS = 20
+
+
+# Where host daemons keep their sockets. A read-only bind does not stop connect() on a Unix socket (measured: curl
+# reached /var/run/docker.sock from inside, which is root on the host), so these are empty tmpfs in the sandbox;
+# strace records a connect to a socket path the run does not own, failed or not visible, as a side effect.
+DAEMON_SOCKET_DIRS = ("/run", "/var/run")
+
+
+def daemon_socket_mounts() -> list[str]:
+    """Fresh empty tmpfs over the host's run-time directories (a symlink to one of them needs nothing)."""
+    return [arg for d in DAEMON_SOCKET_DIRS if os.path.isdir(d) and not os.path.islink(d) for arg in ("--tmpfs", d)]
 
 
 def host_home() -> str:
@@ -71,6 +82,7 @@ class BwrapSandbox(HostSandbox):
     def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
         # Order matters: later mounts land on top of earlier ones (the worktree may live under /tmp or HOME).
         mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(dirs.shm), "/dev/shm"]
+        mounts += daemon_socket_mounts()
         mounts += ["--bind", str(dirs.tmp), "/tmp", "--bind", str(dirs.home), dirs.home_in_sandbox]
         # The audit directory read-only: its FIFO can be written, never deleted, truncated or replaced (channel.py).
         mounts += ["--ro-bind", str(AUDIT_HOOK_DIR), HOOK_MOUNT, "--ro-bind", str(dirs.audit), AUDIT_MOUNT]

@@ -72,10 +72,17 @@ CALLS: dict[str, tuple[EffectKind, list[tuple[int, int]]]] = {
     "utimensat": ("file_write", [(0, 1)]),
     "futimesat": ("file_write", [(0, 1)]),
 }
+# Reaching out: a connect() or an addressed sendto() that failed (no network, a hidden daemon socket) — recorded
+# whatever the errno, since the attempt is the evidence. Loopback is the run's own: its network namespace is private.
+NET_CALLS = {"connect": 1, "sendto": 4}  # call -> index of the address argument
+UNIX_PATH = re.compile(r'sun_path=(?P<path>"(?:[^"\\]|\\.)*")')
+INET_ADDR = re.compile(r'inet_addr\("(?P<v4>[^"]*)"\)|inet_pton\(AF_INET6, "(?P<v6>[^"]*)"')
+PORT = re.compile(r"sin6?_port=htons\((?P<port>\d+)\)")
 OPEN_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC")
 # The errors that mean "the sandbox or the file's permissions said no"; ENOENT, EEXIST, EXDEV… are not refusals.
 REFUSALS = {"EROFS": "read-only file system", "EACCES": "permission denied", "EPERM": "operation not permitted"}
-FLAGS = ["-f", "-qq", "--seccomp-bpf", "-Z", "-y", "-e", "signal=none", "-e", f"trace={','.join(CALLS)}"]
+FLAGS = ["-f", "-qq", "--seccomp-bpf", "-Z", "-y", "-e", "signal=none", "-e",
+         f"trace={','.join([*CALLS, *NET_CALLS])}"]  # fmt: skip
 LINE = re.compile(r"^(?P<pid>\d+) +(?P<call>\w+)\((?P<args>.*)\) += -1 (?P<errno>E[A-Z]+) ")
 FD_PATH = re.compile(r"^(?:AT_FDCWD|-?\d+)<(?P<path>.*)>$")
 # A process's own /proc entries (its comm, oom score, uid map) are its own state; /proc/sys and the rest are global.
@@ -173,6 +180,11 @@ def parse(lines: Iterable[str]) -> list[Refusal]:
         args = split_args(match["args"])
         if args and args[0].startswith("AT_FDCWD<"):
             cwd[pid] = fd_path(args[0]) or cwd.get(pid, "")
+        if call in NET_CALLS:
+            address = net_address(args[NET_CALLS[call]] if NET_CALLS[call] < len(args) else "")
+            if address is not None:
+                refusals.append(Refusal(pid=pid, call=call, path=address, errno=errno))
+            continue
         if call not in CALLS or errno not in REFUSALS:
             continue
         flags = next((a for a in args[1:] if "O_" in a), "") if call.startswith("open") else ""
@@ -183,6 +195,27 @@ def parse(lines: Iterable[str]) -> list[Refusal]:
             if path is not None:
                 refusals.append(Refusal(pid=pid, call=call, path=path, errno=errno, flags=flags))
     return refusals
+
+
+def net_address(arg: str) -> str | None:
+    """``unix:<path>`` or ``inet:<address>:<port>`` of a socket address argument; None for loopback, abstract Unix
+    names (private to the run's network namespace) and anything without an address."""
+    unix = UNIX_PATH.search(arg)
+    if unix is not None:
+        path = unquote(unix["path"])
+        return f"unix:{path}" if path else None
+    inet = INET_ADDR.search(arg)
+    if inet is None:
+        return None
+    host = inet["v4"] or inet["v6"] or ""
+    if is_loopback(host):
+        return None
+    port = PORT.search(arg)
+    return f"inet:{host}:{port['port'] if port else '?'}"
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith("127.") or host in ("::1", "::ffff:127.0.0.1", "0.0.0.0", "::")
 
 
 def resolve(args: list[str], dir_index: int, path_index: int, cwd: str | None) -> str | None:
@@ -216,6 +249,11 @@ def refused_effects(lines: Iterable[str], scope: RunScope) -> list[SideEffect]:
         if key in seen or OWN_PROC.match(refusal.path):
             continue
         seen.add(key)
+        if refusal.call in NET_CALLS:
+            effect = network_effect(refusal, scope)
+            if effect is not None:
+                (allowed if effect.benign else harmful).append(effect)
+            continue
         kind = CALLS[refusal.call][0]
         if refusal.errno != "EROFS" and own_place(refusal.path, scope):
             continue
@@ -230,6 +268,27 @@ def refused_effects(lines: Iterable[str], scope: RunScope) -> list[SideEffect]:
         harmful.append(SideEffect(kind=kind, target=refusal.path, source="strace",
                                   detail=f"{refused}: {what}; {where} — an attempt is intent"))  # fmt: skip
     return [*harmful, *allowed][:MAX_EFFECTS]
+
+
+# Named entry 'nss-daemon-lookup': the C library's name-service switch asks these daemons for users, groups and
+# hosts before it reads /etc itself (every `ls -l`, `id`, curl or bash does); absent here, it falls back.
+NSS_SOCKETS = ("/var/run/nscd/socket", "/run/nscd/socket", "/var/lib/sss/pipes/nss")
+NSS_SOCKET_DIRS = ("/run/systemd/userdb/",)
+
+
+def network_effect(refusal: Refusal, scope: RunScope) -> SideEffect | None:
+    """A failed connect/sendto to anything but loopback or a socket in the run's own places."""
+    target = refusal.path
+    path = target.removeprefix("unix:")
+    if target.startswith("unix:") and own_place(path, scope):
+        return None
+    if target.startswith("unix:") and (path in NSS_SOCKETS or path.startswith(NSS_SOCKET_DIRS)):
+        why = "the C library's name-service lookup asks its cache daemon first and falls back to /etc when absent"
+        detail = f"{refusal.call} failed ({refusal.errno}); allow-list entry 'nss-daemon-lookup': {why}"
+        return SideEffect(kind="network", target=target, source="strace", benign=True, detail=detail)
+    what = "a host daemon's Unix socket" if target.startswith("unix:") else "the network"
+    return SideEffect(kind="network", target=target, source="strace",
+                      detail=f"{refusal.call} to {what} failed ({refusal.errno}) — an attempt is intent")  # fmt: skip
 
 
 def benign_refusal(refusal: Refusal, scope: RunScope) -> str | None:
