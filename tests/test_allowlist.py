@@ -96,8 +96,10 @@ def log(*events: str, **state: object) -> AuditLog:
 
 
 def test_an_audit_log_without_its_start_or_end_record_is_harmful() -> None:
-    assert [e.target for e in audit_effects(None, SCOPE)] == ["audit log"]
-    assert [e.target for e in audit_effects(log("run_end"), SCOPE)] == ["audit log"]
+    # An empty append-only channel: the command never ran (the supervisor logs its start first): inconclusive.
+    for empty in (None, log()):
+        assert [(e.target, e.benign) for e in audit_effects(empty, SCOPE)] == [("audit log", True)]
+    assert [(e.target, e.benign) for e in audit_effects(log("run_end"), SCOPE)] == [("audit log", False)]
     assert [e.kind for e in audit_effects(log("run_start"), SCOPE)] == ["resource_limit"]
     assert audit_effects(log("run_start"), SCOPE, timed_out=True) == []
     assert audit_effects(log("run_start", "run_end"), SCOPE) == []

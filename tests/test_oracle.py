@@ -15,7 +15,7 @@ from cascade.safety import SideEffect
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox
 from cascade.sandbox.docker import DockerSandbox
-from cascade.sandbox.oracle import CANARY
+from cascade.sandbox.oracle import AUDIT_HOOK_DIR, CANARY
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
 
@@ -393,3 +393,17 @@ def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(sandbox: Sand
     """,
     )
     assert [e.target for e in harmful(result)] == ["/tmp/cascade-scratch/someone-elses-work"], result.side_effects
+
+
+def test_the_supervisor_runs_nothing_it_cannot_log(tmp_path: Path) -> None:
+    """No start record, no command: a run the oracle could not watch is never judged as a clean one."""
+    supervisor = AUDIT_HOOK_DIR / "_cascade_supervise.py"
+    marker = tmp_path / "ran"
+    env = {"PATH": os.environ["PATH"], "CASCADE_AUDIT_LOG": str(tmp_path / "missing-dir" / "audit.jsonl")}
+    argv = ["python3", "-I", "-S", str(supervisor), "--", "touch", str(marker)]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 125 and not marker.exists()
+    assert "cannot write the audit channel" in proc.stderr
+    env["CASCADE_AUDIT_LOG"] = str(tmp_path / "audit.jsonl")
+    assert subprocess.run(argv, env=env, timeout=60).returncode == 0 and marker.exists()
+    assert '"run_start"' in (tmp_path / "audit.jsonl").read_text().splitlines()[0]

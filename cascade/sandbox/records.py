@@ -106,13 +106,20 @@ def scratch_deletion(record: dict[str, Any], scope: RunScope, owned: frozenset[s
 
 def log_integrity(log: AuditLog | None, timed_out: bool) -> list[SideEffect]:
     """The channel is append-only: the run cannot erase or rewrite a record, only add lines. The supervisor writes
-    the first record (start) and the last (end), once each. So a log whose first record is not the start lost it
-    (only possible where the channel is a plain file: the `none` backend); a second start or end record, or a line
+    the first record (start) and the last (end), once each. So an empty channel means the command never ran; a log whose
+    first record is not the start had a record written before it; a second start or end record, or a line
     that is not a record, was written by the run to pass for the gate's own; an end missing means the supervisor was
     killed (a resource limit it could not report) — unless the gate killed the run at its wall timeout."""
     records = log.records if log is not None else []
-    if log is None or not records or records[0].get("event") != "run_start":
-        return [tampering("the audit log lost its start record: the run deleted or truncated it")]
+    if log is None or (not records and not log.bad_lines and not log.dropped_bytes):
+        # The run cannot erase a record, and the supervisor writes its start before it runs the command (it refuses
+        # to run one it cannot log): an empty channel means the sandbox never started the command (bwrap failing to
+        # set up under load; seen once in 48 sympy runs, exit 1, no report). Nothing ran: nothing to judge.
+        return [SideEffect(kind="other", target="audit log", source="supervisor", benign=True,
+                           detail="the audit channel received no record: the sandbox never started the supervised "
+                           "command, so the run has no result to judge (inconclusive)")]  # fmt: skip
+    if not records or records[0].get("event") != "run_start":
+        return [tampering("the audit log lost its start record: a record came before the supervisor's start")]
     effects: list[SideEffect] = []
     for event, what in (("run_start", "start"), ("run_end", "end")):
         count = sum(1 for r in records if r.get("event") == event)

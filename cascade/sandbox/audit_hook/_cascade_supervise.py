@@ -5,7 +5,8 @@
   anyway (multiprocessing's helpers end when their parent does), each survivor is recorded and killed;
 * resource limits the run hit: OOM kills and refused forks counted by the memory and pids cgroups the run is in
   (v1 or v2, before/after), and processes killed by the CPU-time or file-size rlimit (SIGXCPU, SIGXFSZ);
-* a start and an end record around everything, so a run that deletes or truncates the log is caught.
+* a start and an end record around everything (no command runs when the start record cannot be written), so
+  forged or missing records are caught.
 
 It runs as ``python3 -I -S _cascade_supervise.py -- argv…`` (isolated: no audit hook, no site), standard library only,
 and exits with the command's status (128+N for a signal, as a shell reports it)."""
@@ -22,6 +23,7 @@ import sys
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
+REFUSED_EXIT = 125  # as `env` and `timeout` report "could not run the command"
 GRACE_SECONDS = 2.0
 LIMIT_SIGNALS = {int(signal.SIGXCPU): "cpu", int(signal.SIGXFSZ): "fsize"}
 # (controller, v1 file, v2 file, counter name)
@@ -34,11 +36,25 @@ COUNTERS = (
 class Log:
     def __init__(self, path: str | None) -> None:
         self.fd: int | None = None
+        self.error = ""
         if path:
             try:
                 self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            except OSError:
-                self.fd = None
+            except OSError as exc:
+                self.error = str(exc)
+
+    def start(self) -> bool:
+        """Write the start record; False when the run was to be logged and cannot be (then nothing may run)."""
+        if self.error:
+            return False
+        if self.fd is None:
+            return True
+        try:
+            os.write(self.fd, (json.dumps({"event": "run_start", "pid": os.getpid()}) + "\n").encode())
+        except OSError as exc:
+            self.error = str(exc)
+            return False
+        return True
 
     def emit(self, record: dict[str, object]) -> None:
         if self.fd is None:
@@ -150,7 +166,9 @@ def note_signal(log: Log, status: int, what: str) -> None:
 
 def main(argv: list[str]) -> int:
     log = Log(os.environ.get("CASCADE_AUDIT_LOG"))
-    log.emit({"event": "run_start"})
+    if not log.start():  # an unlogged run would be judged blind: refuse it, the gate sees no result and no record
+        sys.stderr.write(f"cascade supervisor: cannot write the audit channel: {log.error}\n")
+        return REFUSED_EXIT
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     files = counter_files()
