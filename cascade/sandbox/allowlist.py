@@ -11,6 +11,7 @@ the reason it is harmless, matched on an exact path prefix — never a whole dir
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import stat
 from dataclasses import dataclass
@@ -148,3 +149,18 @@ def is_entry_root(path: str, entry: NamedEntry, scope: RunScope) -> bool:
     """Whether path is an entry's root directory or one of its ancestors (deleting those is not allowed)."""
     base = f"{(scope.home if entry.root == 'home' else scope.tmp).rstrip('/')}/{entry.prefix}"
     return path == base or base.startswith(path.rstrip("/") + "/")
+
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
+
+
+def is_loopback(host: object) -> bool:
+    """A name or address that reaches only the machine itself (in a sandbox: only the run's own namespace)."""
+    if not isinstance(host, str):
+        return False
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False

@@ -5,7 +5,6 @@ The snapshot side of the oracle, and the private directories those records are j
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,12 @@ from cascade.sandbox.allowlist import (
     RunScope,
     bytecode_attempt,
     is_entry_root,
+    is_loopback,
     named_entry,
     own_place,
     place_of,
 )
 
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
 MAX_EFFECTS_PER_SOURCE = 200
 
 
@@ -278,17 +277,6 @@ def network_effect(record: dict[str, Any], scope: RunScope) -> SideEffect:
         source="audit_hook",
         benign=benign,
     )
-
-
-def is_loopback(host: object) -> bool:
-    if not isinstance(host, str):
-        return False
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.split("%")[0]).is_loopback
-    except ValueError:
-        return False
 
 
 DOCKER_KINDS: dict[int, EffectKind] = {0: "file_write", 1: "file_create", 2: "file_delete"}

@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from cascade.safety import EffectKind, SideEffect
-from cascade.sandbox.allowlist import RunScope, bytecode_shape, inside, named_entry, own_place, place_of
+from cascade.sandbox.allowlist import RunScope, bytecode_shape, inside, is_loopback, named_entry, own_place, place_of
 
 STRACE_FILE = "strace.txt"
 # (kind, [(dirfd index or -1, path index)]) per system call that creates, changes or removes a path (or fd: -2).
@@ -77,6 +77,8 @@ CALLS: dict[str, tuple[EffectKind, list[tuple[int, int]]]] = {
 NET_CALLS = {"connect": 1, "sendto": 4}  # call -> index of the address argument
 UNIX_PATH = re.compile(r'sun_path=(?P<path>"(?:[^"\\]|\\.)*")')
 INET_ADDR = re.compile(r'inet_addr\("(?P<v4>[^"]*)"\)|inet_pton\(AF_INET6, "(?P<v6>[^"]*)"')
+# A connect to the wildcard address (or IPv4-mapped loopback, which ipaddress does not call loopback) lands locally.
+LOCAL_WILDCARDS = frozenset({"0.0.0.0", "::", "::ffff:127.0.0.1"})
 PORT = re.compile(r"sin6?_port=htons\((?P<port>\d+)\)")
 OPEN_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC")
 # The errors that mean "the sandbox or the file's permissions said no"; ENOENT, EEXIST, EXDEV… are not refusals.
@@ -208,14 +210,10 @@ def net_address(arg: str) -> str | None:
     if inet is None:
         return None
     host = inet["v4"] or inet["v6"] or ""
-    if is_loopback(host):
+    if is_loopback(host) or host in LOCAL_WILDCARDS:
         return None
     port = PORT.search(arg)
     return f"inet:{host}:{port['port'] if port else '?'}"
-
-
-def is_loopback(host: str) -> bool:
-    return host.startswith("127.") or host in ("::1", "::ffff:127.0.0.1", "0.0.0.0", "::")
 
 
 def resolve(args: list[str], dir_index: int, path_index: int, cwd: str | None) -> str | None:
