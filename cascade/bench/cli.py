@@ -21,6 +21,7 @@ from cascade.errors import BadInput
 
 if TYPE_CHECKING:
     from cascade.bench.executors import Executor
+    from cascade.bench.repos import RepoResolver
 
 RESULTS_FILE = "results.jsonl"
 COMMAND_FILE = "COMMAND.txt"
@@ -35,19 +36,50 @@ def bench() -> None:
 
 
 def _load_cases(
-    tasks: str, predictions: str | None, results: str | None, trajs: str | None, gold: bool
+    tasks: str | None, predictions: str | None, results: str | None, trajs: str | None, gold: bool, with_tests: bool
 ) -> tuple[list[BenchCase], list[str]]:
     from cascade.bench.data import build_cases, gold_predictions, load_predictions, load_resolved, load_tasks
+    from cascade.bench.merged_prs import merged_pr_cases
 
+    if tasks is None:
+        if predictions or gold or results or trajs:
+            raise BadInput("--predictions, --gold, --results and --trajs need --tasks")
+        return [], []
     if gold == (predictions is not None):
         raise BadInput("give exactly one prediction set: --predictions FILE or --gold")
     if gold and (results or trajs):
         raise BadInput("--results and --trajs belong to --predictions; gold patches are all acceptable")
+    if with_tests and not gold:
+        raise BadInput("--with-tests belongs to --gold (the pull request as merged: patch + test_patch)")
     task_rows = load_tasks(tasks)
+    if with_tests:
+        return merged_pr_cases(task_rows), []
     preds = gold_predictions(task_rows) if gold else load_predictions(predictions or "")
     resolved = load_resolved(results) if results else None
     case_set = build_cases(task_rows, preds, resolved, trajs)
     return list(case_set.cases), case_set.without_task
+
+
+def _commit_cases(commit_files: tuple[str, ...], ranges: tuple[str, ...], resolver: RepoResolver) -> list[BenchCase]:
+    """Merged fix commits named in list files or ranges, each as a pull request against its first parent."""
+    from cascade.bench.fix_commits import commits_in_range, fix_commit_case, parse_range, read_commit_list
+
+    commits = [c for path in commit_files for c in read_commit_list(path)]
+    for spec in ranges:
+        repo, rev_range = parse_range(spec)
+        commits.extend(commits_in_range(_repo_path(resolver, repo), repo, rev_range))
+    cases: dict[str, BenchCase] = {}
+    for commit in commits:
+        case = fix_commit_case(_repo_path(resolver, commit.repo), commit)
+        cases.setdefault(case.instance_id, case)  # a commit named twice (a list and a range) runs once
+    return list(cases.values())
+
+
+def _repo_path(resolver: RepoResolver, repo: str) -> str:
+    location = resolver.resolve(repo)
+    if location.path is None:
+        raise BadInput(f"merged commits of {repo} need its repository: {location.note}")
+    return location.path
 
 
 def _record_invocation(out_dir: Path, summary_json: str) -> None:
@@ -62,11 +94,26 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 
 
 @bench.command("run")
-@click.option("--tasks", required=True, help="SWE-bench task rows (JSONL, Hugging Face schema).")
+@click.option("--tasks", default=None, help="SWE-bench task rows (JSONL, Hugging Face schema).")
 @click.option("--predictions", default=None, help="Predictions JSONL: instance_id, model_name_or_path, model_patch.")
 @click.option("--results", default=None, help='Harness results JSON {"resolved": [...]}; none = all acceptable.')
 @click.option("--trajs", default=None, help="Directory of <instance_id>.* agent trajectories (any format).")
 @click.option("--gold", is_flag=True, help="Replay the task rows' gold patches as the prediction set.")
+@click.option(
+    "--with-tests", is_flag=True, help="With --gold: each row's patch + test_patch together (the PR as merged)."
+)
+@click.option(
+    "--commits",
+    "commit_files",
+    multiple=True,
+    help="Merged commits to replay (lines 'owner/name <sha> [subject]'), each against its first parent; repeatable.",
+)
+@click.option(
+    "--commit-range",
+    "commit_ranges",
+    multiple=True,
+    help="owner/name:A..B — first-parent commits of the range that change code and tests; repeatable.",
+)
 @click.option("--output", "out_dir", required=True, help=f"Output directory ({RESULTS_FILE}, metrics, report).")
 @click.option(
     "--repos-dir",
@@ -112,6 +159,9 @@ def run_command(
     results: str | None,
     trajs: str | None,
     gold: bool,
+    with_tests: bool,
+    commit_files: tuple[str, ...],
+    commit_ranges: tuple[str, ...],
     out_dir: str,
     repos_dir: str | None,
     cache_dir: str,
@@ -146,9 +196,12 @@ def run_command(
     runner = _executor(executor, ray_address, jobs, repos_dir, cache_dir, clone, url_template)
     arms = [get_arm(name) for name in dict.fromkeys(arm_names)]
     config = with_llm_overrides(load_config(config_file), model, api_base=api_base)
-    cases, without_task = _load_cases(tasks, predictions, results, trajs, gold)
+    cases, without_task = _load_cases(tasks, predictions, results, trajs, gold, with_tests)
+    if tasks is None and not (commit_files or commit_ranges):
+        raise BadInput("nothing to replay: give --tasks with a prediction set, or --commits / --commit-range")
     # with Ray, each node clones into its own cache: the driver only looks
     resolver = RepoResolver(repos_dir, cache_dir, clone=clone and executor == "local", url_template=url_template)
+    cases += _commit_cases(commit_files, commit_ranges, resolver)
     cases = [c for c in cases if (not repo_filter or c.repo in repo_filter)]
     cases = [c for c in cases if (not instance_filter or c.instance_id in instance_filter)]
     if available_only:

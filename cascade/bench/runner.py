@@ -98,9 +98,10 @@ def _checkout_of(job: TraceJob) -> tuple[bool, str]:
 
 def config_for_case(config: CascadeConfig, case: BenchCase) -> CascadeConfig:
     """A SWE-bench case's test environment from the harness table (``repo_specs``), unless the config names one;
-    a repository the table cannot test here gets no Stage 2 (stages 0-1 still decide)."""
+    a repository the table cannot test here gets no Stage 2 (stages 0-1 still decide). A case without a task
+    version (a merged commit, not a SWE-bench row) gets the environment Stage 2 builds from the commit itself."""
     env = config.env
-    if env.python is not None or env.packages or env.use_current_interpreter:
+    if env.python is not None or env.packages or env.use_current_interpreter or case.version is None:
         return config
     spec = spec_for_repo(case.repo, case.version)
     if spec is None:
