@@ -21,10 +21,11 @@ from cascade.bench.fix_commits import (
 )
 from cascade.bench.merged_prs import MERGED_PR_MODEL, merged_pr_cases, merged_pr_patch
 from cascade.bench.rows import BenchCase, LabelClass
-from cascade.bench.runner import config_for_case, read_rows
+from cascade.bench.runner import config_for_case, read_rows, report_name
 from cascade.cli import cli
 from cascade.config import CascadeConfig
 from cascade.errors import BadInput
+from cascade.models import Verdict
 from cascade.workspace import apply_patch
 from tests.conftest import MakeRepo, diff_of, run_git
 
@@ -133,7 +134,8 @@ def test_bench_run_replays_commits_and_the_merged_pr(make_repo: MakeRepo, tmp_pa
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(task) + "\n")
     out = tmp_path / "out"
-    common = ["--repos-dir", str(repos), "--output", str(out), "--quiet", "--resamples", "10", "--timeout", "300"]
+    common = ["--repos-dir", str(repos), "--output", str(out), "--quiet", "--resamples", "10", "--timeout", "300",
+              "--reports", str(tmp_path / "reports")]  # fmt: skip
     runs = [
         ["--commits", str(listed), "--commit-range", f"acme/calc:{shas['docs']}..main"],
         ["--tasks", str(tasks), "--gold", "--with-tests"],
@@ -150,6 +152,9 @@ def test_bench_run_replays_commits_and_the_merged_pr(make_repo: MakeRepo, tmp_pa
     ]
     assert all(r.decision.value != "reject" and [s.stage for s in r.stages] == ["no_change", "hygiene", "static"]
                for r in rows), [r.evidence for r in rows]  # fmt: skip
+    for row in rows:  # the full verdict beside each row
+        verdict = Verdict.model_validate_json((tmp_path / "reports" / report_name(row)).read_text())
+        assert [s.stage for s in verdict.stages] == [s.stage for s in row.stages]
 
 
 @pytest.mark.parametrize(

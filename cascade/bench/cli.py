@@ -146,6 +146,9 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Only the first N cases after filters.")
 @click.option("--available-only", is_flag=True, help="Only cases whose repository is available locally.")
 @click.option("--retry-errors", is_flag=True, help="Re-run rows that crashed or timed out.")
+@click.option(
+    "--reports", "reports_dir", default=None, help="Also write each trace's full verdict (JSON) into this directory."
+)
 @click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
 @click.option("--api-base", default=None, help="OpenAI-compatible server URL for --model (overrides llm.api_base).")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Bootstrap seed.")
@@ -178,6 +181,7 @@ def run_command(
     limit: int | None,
     available_only: bool,
     retry_errors: bool,
+    reports_dir: str | None,
     model: str | None,
     api_base: str | None,
     seed: int,
@@ -211,7 +215,10 @@ def run_command(
         click.echo(f"{len(without_task)} prediction(s) have no task row in {tasks} and are not replayed", err=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    options = RunOptions(jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not quiet)
+    reports = str(Path(reports_dir).resolve()) if reports_dir else None
+    options = RunOptions(
+        jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not quiet, reports_dir=reports
+    )
     summary = run_bench(cases, arms, resolver, config, out / RESULTS_FILE, options, runner)
     unavailable = sorted({c.repo for c in cases if not resolver.resolve(c.repo).available})
     _record_invocation(out, summary.model_dump_json())

@@ -76,6 +76,7 @@ class TraceJob(BaseModel):
     repo_note: str = Field(default="", description="Why the repository is unavailable, or where it came from")
     config: CascadeConfig = Field(default_factory=CascadeConfig)
     timeout_seconds: float = Field(default=600, gt=0)
+    reports_dir: str | None = Field(default=None, description="Where to write the trace's full verdict (JSON)")
 
 
 class StageRecord(BaseModel):

@@ -129,6 +129,9 @@ def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
         config=config,
     )
     verdict = review(request, stages=stages, with_repo=row.repo_available)
+    if job.reports_dir is not None:  # the row keeps a 300-character summary; the report keeps every record
+        Path(job.reports_dir).mkdir(parents=True, exist_ok=True)  # on a Ray node too
+        Path(job.reports_dir, report_name(row)).write_text(verdict.model_dump_json(indent=1) + "\n", encoding="utf-8")
     records = [
         StageRecord(
             stage=r.stage,
@@ -163,6 +166,11 @@ def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
             "trace_loaded": trace is not None,
         }
     )
+
+
+def report_name(row: TraceRow) -> str:
+    """The file of a row's full verdict in ``--reports DIR``: one per (instance, model, arm)."""
+    return "--".join(part.replace("/", "_") for part in row.key) + ".json"
 
 
 def _one_line(message: str) -> str:
@@ -264,6 +272,7 @@ class RunOptions(BaseModel):
     timeout_seconds: float = 600
     retry_errors: bool = False
     progress: bool = True
+    reports_dir: str | None = None
 
 
 class RunSummary(BaseModel):
@@ -288,6 +297,7 @@ def plan_jobs(
     config: CascadeConfig,
     timeout: float,
     done: set[tuple[str, str, str]],
+    reports_dir: str | None = None,
 ) -> tuple[list[tuple[TraceJob, Arm]], int]:
     planned: list[tuple[TraceJob, Arm]] = []
     skipped = 0
@@ -304,6 +314,7 @@ def plan_jobs(
                 repo_note=location.note,
                 config=config,
                 timeout_seconds=timeout,
+                reports_dir=reports_dir,
             )
             planned.append((job, arm))
     return planned, skipped
@@ -346,7 +357,7 @@ def run_bench(
     existing = prepare_output(output)
     retry = _failed_keys(existing) if options.retry_errors else set()
     done = {r.key for r in existing} - retry
-    planned, skipped = plan_jobs(cases, arms, resolver, config, options.timeout_seconds, done)
+    planned, skipped = plan_jobs(cases, arms, resolver, config, options.timeout_seconds, done, options.reports_dir)
     _drop_rows(output, existing, retry & {(j.case.instance_id, j.case.model, j.arm) for j, _ in planned})
     statuses: Counter[str] = Counter()
     decisions: Counter[str] = Counter()
