@@ -137,10 +137,25 @@ class SandboxConfig(Section):
 class EnvConfig(Section):
     """The test environment Stage 2 runs in (cascade/execution/envs.py): a cached uv venv per (repo, python, deps)."""
 
-    python: str | None = Field(default=None, description="Version ('3.9') or interpreter path; None = cascade's.")
+    python: str | None = Field(
+        default=None,
+        description="Version ('3.9') or interpreter path; None = one of the commit's era that the project allows "
+        "(cascade's own when it qualifies; cascade/execution/project_env.py), or cascade's own when neither "
+        "ci_dependencies nor exclude_newer is set.",
+    )
     packages: list[str] = Field(default_factory=list, description="Requirements installed into the venv.")
     install_project: bool = Field(default=True, description="Install the base tree's declared dependencies too.")
     extras: list[str] = Field(default_factory=list, description="Project extras to install (e.g. test).")
+    ci_dependencies: bool = Field(
+        default=True,
+        description="Also install the test dependencies the project's CI installs (tox, nox, Pipfile, test extras "
+        "and dependency groups, requirement files), honouring its lock files as pins (cascade/execution/ci_deps.py).",
+    )
+    exclude_newer: str | None = Field(
+        default="commit",
+        description="Resolve only versions uploaded before this: 'commit' = the base commit's date, an RFC 3339 "
+        "time, or null for the latest.",
+    )
     use_current_interpreter: bool = Field(
         default=False, description="Run tests with cascade's own interpreter, no venv (repos that need no deps)."
     )

@@ -192,7 +192,7 @@ def test_task_versions_get_the_harness_pins_and_others_the_repository_default() 
 
 def test_setuptools_scm_version_file_is_written_from_git_describe(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     setup = 'from setuptools import setup\nsetup(use_scm_version={"write_to": "src/pkg/_version.py"})\n'
-    test = "from pkg._version import version\n\ndef test_version():\n    assert version.startswith('1.2.0.dev1+g')\n"
+    test = "from pkg._version import version\n\ndef test_version():\n    assert version.startswith('1.2.1.dev1+g')\n"
     repo = make_repo({"setup.py": setup, "src/pkg/__init__.py": "", "test_v.py": test})
     run_git(repo, "tag", "1.2.0")
     run_git(repo, "commit", "-q", "--allow-empty", "-m", "next")

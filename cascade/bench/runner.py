@@ -109,7 +109,8 @@ def config_for_case(config: CascadeConfig, case: BenchCase) -> CascadeConfig:
     if spec.unsupported:
         return config.model_copy(update={"probes": config.probes.model_copy(update={"enabled": False})})
     fields = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
-              "extras": spec.extras, "build_extensions": spec.build_extensions}  # fmt: skip
+              "extras": spec.extras, "build_extensions": spec.build_extensions,
+              "ci_dependencies": False, "exclude_newer": None}  # fmt: skip  # the harness's pins win
     return config.model_copy(update={"env": env.model_copy(update=fields)})
 
 

@@ -58,6 +58,13 @@ class EnvSpec(BaseModel):
     build_extensions: bool = Field(
         default=False, description="The tests need the project's compiled extensions built in the tree (astropy)."
     )
+    constraints: list[str] = Field(default_factory=list, description="Pins (constraint lines) the resolution honours.")
+    exclude_newer: str | None = Field(
+        default=None, description="Resolve only versions uploaded before this time (RFC 3339), e.g. the commit's."
+    )
+    sources: list[str] = Field(
+        default_factory=list, description="Where packages and constraints came from (reported, not part of the key)."
+    )
 
 
 class Environment(BaseModel):
@@ -139,13 +146,26 @@ def _scm_version_target(tree: Path) -> Path | None:
 
 
 def _describe_version(tree: Path) -> str:
-    """``5.4.0-195-g4787fd6`` → ``5.4.0.dev195+g4787fd6`` (a PEP 440 version); 0.0.0 without tags."""
+    """setuptools_scm's default scheme (guess-next-dev) from ``git describe``; 0.0.0 without tags.
+
+    ``5.4.0-195-g4787fd6`` → ``5.4.1.dev195+g4787fd6``; a dev tag keeps its release (pytest tags ``9.2.0.dev0`` on
+    main): ``9.2.0.dev0-72-g198eff1`` → ``9.2.0.dev72+g198eff1``. Appending to a dev tag instead gives an invalid
+    version (``9.2.0.dev0.dev72``) that pytest's own ``minversion`` check refuses, so every run of its tests crashed."""
     proc = run_git(tree, "describe", "--tags", "--long", timeout=60)
     match = re.fullmatch(r"v?(.+)-(\d+)-(g[0-9a-f]+)", proc.stdout.strip())
     if proc.returncode != 0 or match is None:
         return "0.0.0"
     tag, distance, node = match.groups()
-    return tag if distance == "0" else f"{tag}.dev{distance}+{node}"
+    return tag if distance == "0" else f"{_next_version(tag)}.dev{distance}+{node}"
+
+
+def _next_version(tag: str) -> str:
+    """setuptools_scm's guess_next_version: a dev release's own release, else the last number bumped."""
+    tag = tag.split("+", 1)[0]
+    if ".dev" in tag:
+        return tag.split(".dev", 1)[0]
+    match = re.fullmatch(r"(.*?)(\d+)", tag)
+    return f"{match.group(1)}{int(match.group(2)) + 1}" if match else tag
 
 
 def resolve_python(request: str) -> str:
@@ -213,6 +233,8 @@ def cache_key(spec: EnvSpec, python: str, python_version: str, project_tree: Pat
     parts = [spec.repo, python, python_version, *sorted(spec.packages), *TEST_TOOLS, ",".join(sorted(spec.extras))]
     if spec.install_project and project_tree is not None:
         parts.append(project_fingerprint(project_tree))
+    if spec.constraints or spec.exclude_newer:  # absent from the table's specs: their keys stay as they were
+        parts += ["constraints", *sorted(spec.constraints), f"exclude-newer={spec.exclude_newer}"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
@@ -238,16 +260,22 @@ def ensure_environment(
         raise EnvironmentUnavailable(f"uv is not installed ({tool_path_hint('uv')}; pip install uv)")
     python = resolve_python(spec.python)
     version, base_prefix = _interpreter_facts(python)
-    venv = (cache_dir or DEFAULT_CACHE) / cache_key(spec, python, version, project_tree)
-    with _locked(venv.with_suffix(".lock")):
-        if not (venv / _READY).is_file():
-            _build(spec, python, venv, project_tree, timeout)
+    if spec.constraints or spec.exclude_newer:
+        from cascade.execution.resolved import ensure_resolved
+
+        venv, description = ensure_resolved(spec, python, version, project_tree, cache_dir or DEFAULT_CACHE, timeout)
+    else:
+        venv = (cache_dir or DEFAULT_CACHE) / cache_key(spec, python, version, project_tree)
+        with _locked(venv.with_suffix(".lock")):
+            if not (venv / _READY).is_file():
+                _build(spec, python, venv, project_tree, timeout)
+        description = f"uv venv {venv.name} (Python {version}; {', '.join(spec.packages) or 'no extra packages'})"
     return Environment(
         python=str(venv / "bin" / "python"),
         python_version=version,
         venv_dir=str(venv),
         base_prefix=base_prefix,
-        description=f"uv venv {venv.name} (Python {version}; {', '.join(spec.packages) or 'no extra packages'})",
+        description=description,
     )
 
 
@@ -262,7 +290,8 @@ def _build(spec: EnvSpec, python: str, venv: Path, project_tree: Path | None, ti
     (venv / _READY).write_text(" ".join(requirements) + "\n", encoding="utf-8")
 
 
-def _uv(args: list[str], timeout: float) -> None:
+def _uv(args: list[str], timeout: float) -> str:
+    """Run uv; its stdout, or EnvironmentUnavailable with uv's reason on one line."""
     uv = find_tool("uv")
     if uv is None:
         raise EnvironmentUnavailable(f"uv is not installed ({tool_path_hint('uv')}; pip install uv)")
@@ -271,8 +300,18 @@ def _uv(args: list[str], timeout: float) -> None:
     except subprocess.TimeoutExpired:
         raise EnvironmentUnavailable(f"uv {args[0]} timed out after {timeout:.0f}s") from None
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise EnvironmentUnavailable(f"uv {' '.join(args[:2])} failed: {last[:300]}")
+        raise EnvironmentUnavailable(f"uv {' '.join(args[:2])} failed: {uv_reason(proc.stderr)}")
+    return proc.stdout
+
+
+def uv_reason(stderr: str, limit: int = 300) -> str:
+    """uv's error as one line: the error and its cause (the resolver's explanation), without decoration."""
+    lines = [line.strip().lstrip("×╰─▶│ ").strip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("hint:", "help:", "warning:"))]
+    start = next((i for i, line in enumerate(lines) if line.lower().startswith(("error", "no solution"))), None)
+    text = " ".join(lines[start:] if start is not None else lines[-1:]) or "no output"
+    text = re.sub(r"^error:\s*", "", text).replace("cause: ", "— ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def current_environment() -> Environment:

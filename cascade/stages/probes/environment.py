@@ -9,6 +9,7 @@ from cascade.config import CascadeConfig
 from cascade.errors import CascadeError
 from cascade.execution.envs import Environment, EnvSpec, current_environment, ensure_environment
 from cascade.execution.extensions import describe, ensure_extensions, install_products
+from cascade.execution.project_env import project_spec
 from cascade.sandbox.base import Sandbox
 from cascade.sandbox.select import get_sandbox
 
@@ -23,17 +24,24 @@ def make_sandbox(config: CascadeConfig) -> Sandbox:
 
 
 def make_environment(config: CascadeConfig, repo: str, base_dir: Path) -> Environment:
-    """The cached venv for (repo, python, deps) built from the base tree, or cascade's own interpreter."""
+    """The cached venv for the base tree (its CI's test dependencies as of its commit, unless the config turns that
+    off: then the configured packages), or cascade's own interpreter."""
     cfg = config.env
     if cfg.use_current_interpreter:
         return current_environment()
-    spec = EnvSpec(
-        repo=Path(repo).name,
-        python=cfg.python or sys.executable,
-        packages=list(cfg.packages),
-        install_project=cfg.install_project,
-        extras=list(cfg.extras),
-    )
+    if cfg.ci_dependencies or cfg.exclude_newer:  # the project's own CI dependencies, as of the commit
+        spec = project_spec(
+            base_dir, Path(repo).name, cfg.python, list(cfg.packages), list(cfg.extras),
+            cfg.ci_dependencies, cfg.exclude_newer, cfg.install_project,
+        )  # fmt: skip
+    else:
+        spec = EnvSpec(
+            repo=Path(repo).name,
+            python=cfg.python or sys.executable,
+            packages=list(cfg.packages),
+            install_project=cfg.install_project,
+            extras=list(cfg.extras),
+        )
     cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
     return ensure_environment(spec, project_tree=base_dir, cache_dir=cache, timeout=cfg.setup_timeout_seconds)
 
