@@ -1,0 +1,105 @@
+"""Summarise `cascade bench run` over real pull requests (gold + test_patch, merged fix commits) per repository.
+
+Reads each run's ``results.jsonl`` and the full verdicts ``--reports`` wrote, and prints a markdown table per run:
+rows, rejects (by deciding stage, with the deciding records), what Stage 2 could not conclude (skipped, runs that
+crashed or timed out, PR tests that errored on base) and wall time. Regenerate the runs with the commands in each
+directory's ``COMMAND.txt``; then::
+
+    python3 benchmarks/real_prs.py DIR [DIR ...] > benchmarks/results/real_prs.md
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from cascade.bench.rows import TraceRow
+from cascade.bench.runner import read_rows, report_name
+from cascade.models import Decision, Outcome, Verdict
+
+_CAUSE = re.compile(r"(crash: [^)(:]+?(?:\(exit code \d+\))|timeout|setup error on base \((?:[^()]|\([^()]*\))*\))")
+
+
+def _verdict(directory: Path, row: TraceRow) -> Verdict | None:
+    path = directory / "reports" / report_name(row)
+    return Verdict.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _records(verdict: Verdict) -> Counter[str]:
+    """Harmful side-effect records of the deciding Stage 2 result, by kind and detail (targets dropped)."""
+    found: Counter[str] = Counter()
+    for stage in verdict.stages:
+        for evidence in stage.evidence:
+            for effect in (evidence.details or {}).get("side_effects", []):
+                if isinstance(effect, dict) and not effect.get("benign"):
+                    detail = str(effect.get("detail", ""))[:70]
+                    found[f"{effect.get('kind')} ({effect.get('source')}): {detail}"] += 1
+    return found
+
+
+def _inconclusive(verdict: Verdict) -> Counter[str]:
+    """Why Stage 2 could not conclude: a skipped stage's reason, or the causes of runs that ran nothing."""
+    causes: Counter[str] = Counter()
+    for stage in verdict.stages:
+        if stage.stage != "probes":
+            continue
+        if stage.outcome is Outcome.SKIPPED:
+            causes[f"skipped: {(stage.reason or '')[:160]}"] += 1
+        for evidence in stage.evidence:
+            summary = evidence.summary
+            if "not kept: setup error" in summary:
+                match = _CAUSE.search(summary)
+                causes[match.group(1) if match else summary[:80]] += 1
+            elif "inconclusive on" in summary:  # "regression check inconclusive on <targets>: <cause>"
+                causes[re.sub(r"[\d.]+s$", "…s", summary.rsplit(": ", 1)[-1])[:80]] += 1
+    return causes
+
+
+def _deciding(row: TraceRow, verdict: Verdict | None) -> str:
+    if verdict is None:
+        return row.evidence[:200]
+    stage = next((s for s in verdict.stages if s.stage == row.deciding_stage), None)
+    reason = (stage.reason or "") if stage else row.evidence
+    records = _records(verdict) if row.deciding_stage == "probes" else Counter()
+    listed = "; ".join(f"{n} × {what}" for what, n in records.most_common(3))
+    return f"{row.deciding_stage}: {reason[:160]}" + (f" — {listed}" if listed else "")
+
+
+def summarise(directory: Path) -> str:
+    rows = read_rows(directory / "results.jsonl")
+    by_repo: dict[str, list[TraceRow]] = defaultdict(list)
+    for row in rows:
+        by_repo[row.repo].append(row)
+    header = "| repository | rows | rejected | rows with runs that ran nothing | causes (runs) | row s (sum / median) |"
+    lines = [f"### `{directory.name}` ({len(rows)} rows)", "", header, "|---|---|---|---|---|---|"]
+    details: list[str] = []
+    for repo, group in sorted(by_repo.items()):
+        verdicts = {r.instance_id: _verdict(directory, r) for r in group}
+        rejects = [r for r in group if r.decision is Decision.REJECT]
+        causes: Counter[str] = Counter()
+        stuck = 0
+        for row in group:
+            found = _inconclusive(verdicts[row.instance_id]) if verdicts[row.instance_id] else Counter()
+            stuck += bool(found)
+            causes.update(found)
+        seconds = [r.cost.seconds for r in group]
+        cause_text = "; ".join(f"{n} × {c}" for c, n in causes.most_common(4)) or "—"
+        lines.append(f"| {repo} | {len(group)} | {len(rejects)} | {stuck} | {cause_text} | "
+                     f"{sum(seconds):.0f} / {statistics.median(seconds):.0f} |")  # fmt: skip
+        details += [f"- `{r.instance_id}`: {_deciding(r, verdicts[r.instance_id])}" for r in rejects]
+    return "\n".join([*lines, "", "Rejects and their deciding evidence:", "", *(details or ["None."]), ""])
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 3
+    print("\n".join(summarise(Path(d)) for d in argv))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
