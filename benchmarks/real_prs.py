@@ -58,6 +58,17 @@ def _inconclusive(verdict: Verdict) -> Counter[str]:
     return causes
 
 
+def _environment(verdict: Verdict) -> str | None:
+    """Python and dependency sources of the Stage 2 setup line (``… uv venv X (Python 3.11.2; …; from: …)``)."""
+    for stage in verdict.stages:
+        for evidence in stage.evidence if stage.stage == "probes" else []:
+            match = re.search(r"\(Python (\d+\.\d+)[^;]*;(?:.*?; from: (.*)\))?", evidence.summary)
+            if evidence.summary.startswith("ran in sandbox") and match:
+                sources = re.sub(r" \(\d+ pins, as constraints\)", " (pins)", match.group(2) or "harness table")
+                return f"Python {match.group(1)}: {sources[:150]}"
+    return None
+
+
 def _deciding(row: TraceRow, verdict: Verdict | None) -> str:
     if verdict is None:
         return row.evidence[:200]
@@ -90,7 +101,22 @@ def summarise(directory: Path) -> str:
         lines.append(f"| {repo} | {len(group)} | {len(rejects)} | {stuck} | {cause_text} | "
                      f"{sum(seconds):.0f} / {statistics.median(seconds):.0f} |")  # fmt: skip
         details += [f"- `{r.instance_id}`: {_deciding(r, verdicts[r.instance_id])}" for r in rejects]
-    return "\n".join([*lines, "", "Rejects and their deciding evidence:", "", *(details or ["None."]), ""])
+    envs = sorted({(r.repo, e) for r in rows if (v := _verdict(directory, r)) and (e := _environment(v))})
+    environments = [f"- {repo}: {env}" for repo, env in envs] or ["None recorded."]
+    return "\n".join(
+        [
+            *lines,
+            "",
+            "Rejects and their deciding evidence:",
+            "",
+            *(details or ["None."]),
+            "",
+            "Stage 2 environments (Python: where the dependencies came from):",
+            "",
+            *environments,
+            "",
+        ]
+    )
 
 
 def main(argv: list[str]) -> int:
