@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import click
 
 from cascade import __version__
-from cascade.config import load_config
 from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError, read_input_text
-from cascade.git import git
-from cascade.models import ReviewRequest, Verdict
-from cascade.patch import decode_patch_bytes
-from cascade.report import FORMATS, Format, render
-from cascade.traces import load_trace
-from cascade.workspace import resolve_commit, resolve_repo
+
+if TYPE_CHECKING:
+    from cascade.config import CascadeConfig
+    from cascade.models import Verdict
+    from cascade.report import Format
 
 F = TypeVar("F", bound=Callable[..., Any])
+# The formats of cascade.report, repeated here so `--help` needs no import of the report models (pydantic): start-up
+# time is most of a `cascade --help` (tests/test_cli_startup.py keeps the two lists equal).
+FORMATS = ("text", "json", "markdown", "sarif", "github")
 
 
 def fail(message: str, code: int) -> None:
@@ -31,6 +33,8 @@ def fail(message: str, code: int) -> None:
 
 def _read_patch(patch: str | None, git_range: str | None, repo: str, max_bytes: int) -> tuple[str, str | None]:
     """The patch text and, for --git, the base commit it applies to."""
+    from cascade.patch import decode_patch_bytes
+
     if git_range is not None:
         if patch is not None:
             raise BadInput("give either a PATCH file or --git BASE..HEAD, not both")
@@ -50,6 +54,10 @@ def _read_patch(patch: str | None, git_range: str | None, repo: str, max_bytes: 
 
 
 def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, str]:
+    from cascade.git import git
+    from cascade.patch import decode_patch_bytes
+    from cascade.workspace import resolve_commit, resolve_repo
+
     symmetric = "..." in git_range
     base, _, head = git_range.partition("..." if symmetric else "..")
     if not base or not head:
@@ -76,6 +84,16 @@ def check_output_path(output: str) -> None:
         raise BadInput(f"--output {output} is not writable")
 
 
+def with_cache_options(config: CascadeConfig, cache_dir: str | None, *, no_cache: bool) -> CascadeConfig:
+    """``--cache-dir`` and ``--no-cache`` applied to the ``cache`` section."""
+    update: dict[str, object] = {}
+    if cache_dir is not None:
+        update["dir"] = cache_dir
+    if no_cache:
+        update.update(enabled=False, checkouts=False)
+    return config.model_copy(update={"cache": config.cache.model_copy(update=update)}) if update else config
+
+
 @contextmanager
 def stage_progress(*, enabled: bool) -> Iterator[Callable[[str], None] | None]:
     """A rich status line on stderr naming the running stage — only on a terminal, and never with --quiet, so
@@ -91,6 +109,8 @@ def stage_progress(*, enabled: bool) -> Iterator[Callable[[str], None] | None]:
 
 
 def _emit(verdict: Verdict, fmt: Format, output: str | None) -> None:
+    from cascade.report import render
+
     text = render(verdict, fmt, color=False if output else None)  # no ANSI codes in a file
     if output:
         Path(output).write_text(text, encoding="utf-8")
@@ -100,7 +120,49 @@ def _emit(verdict: Verdict, fmt: Format, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose subcommands named in ``lazy`` are imported only when invoked; ``--help`` lists them with the
+    help text given here, so listing the commands imports nothing (tests/test_cli_startup.py keeps it equal to the
+    command's own)."""
+
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {}  # name → ("module:attribute", help text)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, attribute = self.lazy[cmd_name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            limit = formatter.width - 6 - len(name)
+            if name in self.lazy and name not in self.commands:
+                stand_in = click.Command(name, help=self.lazy[name][1])  # its help line, as click would cut it
+                rows.append((name, stand_in.get_short_help_str(limit)))
+            else:
+                command = super().get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class CascadeGroup(LazyGroup):
+    # the benchmark pulls in numpy, matplotlib and the pipeline: loaded when `cascade bench …` runs
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {
+        "bench": (
+            "cascade.bench.cli:bench",
+            "Replay SWE-bench-format predictions through the gate and score it against execution labels.",
+        )
+    }
+
+
+@click.group(cls=CascadeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cascade")
 def cli() -> None:
     """Decide whether an agent-written patch should be accepted, rejected, or left uncertain.
@@ -164,6 +226,16 @@ FILE = click.Path(dir_okay=False, path_type=str)
     help="Exit 3 when a checker (ruff, pyright) is missing or crashes, instead of a verdict from the remaining "
     "checks (static.require_tools).",
 )
+@click.option(
+    "--cache-dir",
+    default=None,
+    type=PATH,
+    help="Where reused base-tree results and pristine checkouts live (cache.dir) "
+    "[default: $CASCADE_CACHE_DIR, else ~/.cache/cascade].",
+)
+@click.option(
+    "--no-cache", is_flag=True, help="Reuse nothing: compute every result and check out fresh worktrees (cache.*)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (shown only on a terminal anyway).")
 def review(
     patch: str | None,
@@ -181,17 +253,23 @@ def review(
     llm_mode: str | None,
     reproducible: bool | None,
     require_tools: bool | None,
+    cache_dir: str | None,
+    no_cache: bool,
     quiet: bool,
 ) -> None:
+    from cascade.config import load_config
     from cascade.llm.overrides import with_llm_overrides
+    from cascade.models import ReviewRequest
     from cascade.pipeline import review as run_review
     from cascade.stable import reproducible as without_times
+    from cascade.traces import load_trace
 
     if output is not None:
         check_output_path(output)
     config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode, api_base=api_base)
     if require_tools:
         config = config.model_copy(update={"static": config.static.model_copy(update={"require_tools": True})})
+    config = with_cache_options(config, cache_dir, no_cache=no_cache)
     patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
     request = ReviewRequest(
         repo=repo,
@@ -207,7 +285,7 @@ def review(
         reproducible = config.llm.cassette_mode != "off"
     if reproducible:
         verdict = without_times(verdict)
-    _emit(verdict, cast(Format, fmt), output)
+    _emit(verdict, cast("Format", fmt), output)
     sys.exit(verdict.exit_code)
 
 
@@ -217,17 +295,10 @@ def show_config(config_file: str | None) -> None:
     """Validate a config and print it merged with the defaults (configs/default.yaml is this, for no file)."""
     import yaml
 
+    from cascade.config import load_config
+
     config = load_config(config_file)
     click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
-
-
-def _register_bench() -> None:
-    from cascade.bench.cli import bench  # the benchmark (issue 3); numpy/matplotlib load only when it runs
-
-    cli.add_command(bench)
-
-
-_register_bench()
 
 
 def main() -> None:

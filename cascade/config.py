@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cascade.errors import BadInput
@@ -89,9 +88,6 @@ class StaticConfig(Section):
         default=None, description="pyright's pythonVersion (ruff's target too); None = the running Python's."
     )
     parallel_trees: bool = Field(default=True, description="Analyse the base and patched trees concurrently.")
-    cache_dir: str | None = Field(
-        default=None, description="Reuse base-tree tool runs (key: commit, files, settings, tool versions); None = off."
-    )
     require_tools: bool = Field(
         default=False,
         description="A missing or crashing checker (ruff, pyright) ends the review with exit 3 instead of a verdict "
@@ -198,6 +194,29 @@ class TraceScanConfig(Section):
     )
 
 
+class CacheConfig(Section):
+    """Work reused across reviews of one base (docs/architecture.md, Reuse): results in a store, pristine checkouts."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Reuse base-tree results (static diagnostics) kept in the result store under a key of everything "
+        "that determines them; off = compute them on every review (--no-cache).",
+    )
+    dir: str | None = Field(
+        default=None,
+        description="Cache directory (result store and pristine checkouts); None = $CASCADE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/cascade, else ~/.cache/cascade (--cache-dir overrides).",
+    )
+    checkouts: bool = Field(
+        default=True,
+        description="Make each review's trees from one pristine checkout per base commit, copied by hard links (a "
+        "fresh git worktree where the filesystem cannot link); off = a fresh worktree every review (--no-cache).",
+    )
+    checkouts_max_mb: int = Field(
+        default=4096, gt=0, description="Pristine checkouts kept; the least recently used go beyond this size."
+    )
+
+
 class LimitsConfig(Section):
     max_patch_bytes: int = Field(default=2_000_000, gt=0)
 
@@ -215,6 +234,7 @@ class CascadeConfig(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
 
@@ -237,6 +257,20 @@ def _renamed(data: dict[str, Any], source: str) -> dict[str, Any]:
         data[new] = data.pop(old)
         shown = "trace_scan.mode" if old == "safety.trace_scan" else new
         print(f"cascade: {source}: config key '{old}' is deprecated; use '{shown}'", file=sys.stderr)
+    return _moved_cache_dir(data, source)
+
+
+def _moved_cache_dir(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``static.cache_dir`` (static's own base-run cache, off by default) is now the whole cache's ``cache.dir``."""
+    static = data.get("static")
+    if not isinstance(static, dict) or "cache_dir" not in static:
+        return data
+    static = dict(static)
+    cache_dir = static.pop("cache_dir")
+    data["static"] = static
+    if cache_dir is not None and isinstance(data.get("cache", {}), dict):
+        data["cache"] = {**data.get("cache", {}), "dir": cache_dir}
+    print(f"cascade: {source}: config key 'static.cache_dir' is deprecated; use 'cache.dir'", file=sys.stderr)
     return data
 
 
@@ -260,6 +294,8 @@ def parse_config(data: dict[str, Any], source: str = "config") -> CascadeConfig:
 def load_config(path: str | Path | None) -> CascadeConfig:
     if path is None:
         return CascadeConfig()
+    import yaml  # only a config file needs it (start-up time: docs/architecture.md, Start-up)
+
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
