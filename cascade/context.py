@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from cascade.config import CascadeConfig
 from cascade.models import Patch, ReviewRequest, StageResult
+from cascade.store import ResultStore
 from cascade.workspace import Workspace
 
 
@@ -16,6 +17,7 @@ class ReviewContext:
     workspace: Workspace | None = None  # None when the repository is unavailable (benchmark rows)
     results: list[StageResult] = field(default_factory=list)
     repo_problem: str | None = None  # why no checkout could be made of an existing repository (incomplete)
+    store: ResultStore | None = None  # results reused across reviews (cascade/store.py); None = reuse is off
 
     @property
     def config(self) -> CascadeConfig:

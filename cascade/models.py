@@ -223,6 +223,11 @@ class Cost(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     dollars: float = 0.0
+    reuse: list[str] = Field(
+        default_factory=list,
+        description="Work taken from the result store instead of redone, and stored entries found untrustworthy "
+        "(docs/architecture.md, Reuse); like times, left out of a reproducible report.",
+    )
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(
@@ -231,6 +236,7 @@ class Cost(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             dollars=self.dollars + other.dollars,
+            reuse=self.reuse + other.reuse,
         )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 
 from cascade import __version__
+from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import IncompleteRepository, RequiredToolUnavailable
 from cascade.llm.errors import CassetteMiss
@@ -24,9 +25,14 @@ from cascade.stable import run_placeholders, stable_result
 from cascade.stages import default_stages
 from cascade.stages.base import Stage
 from cascade.stages.injection import injection_findings
-from cascade.workspace import Workspace
+from cascade.store import cache_root, open_store
+from cascade.workspace import PristineCheckouts, Workspace
 
 _DECISIVE = {Outcome.ACCEPT: Decision.ACCEPT, Outcome.REJECT: Decision.REJECT, Outcome.UNCERTAIN: Decision.UNCERTAIN}
+# Stages that only read the trees. Before any other stage runs (Stage 2 runs tests there; the official-tests arm
+# builds from the base tree), no file of the trees shares its inode with the pristine checkout any more
+# (docs/architecture.md, Checkouts): a stage missing here costs a copy, never the pristine checkout.
+READS_TREES_ONLY = frozenset({"no_change", "hygiene", "injection", "trace_scan", "static", "reviewer"})
 
 
 def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
@@ -35,6 +41,8 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
     A cassette replay miss ends the review: the replay could not reproduce the recorded run."""
     started = time.perf_counter()
     try:
+        if ctx.workspace is not None and stage.name not in READS_TREES_ONLY:
+            ctx.workspace.make_private()
         result = stage.run(ctx)
     except (CassetteMiss, RequiredToolUnavailable):
         raise
@@ -119,6 +127,11 @@ def run_stages(ctx: ReviewContext, stages: Sequence[Stage], on_stage: Callable[[
     return verdict.model_copy(update={"changed_files": [f.path for f in ctx.patch.files]})
 
 
+def pristine_checkouts(config: CascadeConfig) -> PristineCheckouts | None:
+    cfg = config.cache
+    return PristineCheckouts(cache_root(cfg.dir) / "checkouts", cfg.checkouts_max_mb << 20) if cfg.checkouts else None
+
+
 def review(
     request: ReviewRequest,
     stages: Sequence[Stage] | None = None,
@@ -133,12 +146,15 @@ def review(
     with ExitStack() as stack:
         workspace, problem = None, None
         if with_repo:
-            workspace = stack.enter_context(Workspace(request.repo, request.base_ref))
+            workspace = stack.enter_context(
+                Workspace(request.repo, request.base_ref, pristine_checkouts(request.config))
+            )
             try:
                 workspace.prepare(patch)
             except IncompleteRepository as exc:  # the stages that need no checkout still run
                 workspace, problem = None, str(exc)
-        ctx = ReviewContext(request=request, patch=patch, workspace=workspace, repo_problem=problem)
+        store = open_store(request.config.cache)
+        ctx = ReviewContext(request=request, patch=patch, workspace=workspace, repo_problem=problem, store=store)
         verdict = run_stages(ctx, stages, on_stage)
         if problem is None:
             return verdict

@@ -94,9 +94,13 @@ def without_durations(text: str) -> str:
 
 
 def _zero_seconds(node: Any) -> Any:
-    """Every number under a key named ``seconds`` set to 0 (configured limits are named ``*_seconds``)."""
+    """Every number under a key named ``seconds`` set to 0 (configured limits are named ``*_seconds``), and what a
+    cost says it reused emptied: a first review and its repeat differ only in time and in what they reused."""
     if isinstance(node, dict):
-        return {k: 0.0 if k == "seconds" and isinstance(v, (int, float)) else _zero_seconds(v) for k, v in node.items()}
+        return {
+            k: 0.0 if k == "seconds" and isinstance(v, (int, float)) else [] if k == "reuse" else _zero_seconds(v)
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [_zero_seconds(v) for v in node]
     return node

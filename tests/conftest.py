@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,19 @@ def run_git(repo: Path, *args: str) -> str:
 
 
 MakeRepo = Callable[[dict[str, str]], Path]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Reviews run by the tests reuse results and checkouts in a directory of this session, never the user's cache
+    (child processes inherit it through the environment)."""
+    previous = os.environ.get("CASCADE_CACHE_DIR")
+    os.environ["CASCADE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cascade-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("CASCADE_CACHE_DIR", None)
+    else:
+        os.environ["CASCADE_CACHE_DIR"] = previous
 
 
 @pytest.fixture

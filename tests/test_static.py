@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import cascade.tools
-from cascade.config import CascadeConfig, StaticConfig
+from cascade.config import CacheConfig, CascadeConfig, StaticConfig
 from cascade.context import ReviewContext
-from cascade.models import Diagnostic, EvidenceKind, Outcome, ReviewRequest, StageResult
+from cascade.models import Diagnostic, EvidenceKind, Outcome, ReviewRequest, StageResult, Verdict
 from cascade.patch import parse_patch
 from cascade.pipeline import review, run_stages
+from cascade.stable import reproducible
 from cascade.stages.static import StaticStage
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics, normalize_message
 from cascade.static.rules import RepoLayout, rule_class
@@ -258,17 +261,82 @@ def test_tool_timeout_is_unavailable_and_never_rejects(repo: Path) -> None:
     assert all("timed out" in s for s in summaries)
 
 
-def test_cached_base_runs_give_the_same_verdict(repo: Path, tmp_path: Path) -> None:
+def _static_review(repo: Path, tmp_path: Path) -> Verdict:
+    """Stage 1 on one patch (a reject: a wrong call), with the result store in ``tmp_path``."""
     patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
-    config = CascadeConfig(static=StaticConfig(cache_dir=str(tmp_path / "cache")))
-    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
-    runs = [review(request, stages=[StaticStage()]) for _ in "ab"]
-    first, second = (v.stages[0] for v in runs)
-    info = [next(e for e in r.evidence if e.kind == EvidenceKind.INFO) for r in (first, second)]
-    assert [i.details["base_from_cache"] for i in info] == [False, True]
+    config = CascadeConfig(cache=CacheConfig(dir=str(tmp_path / "cache")))
+    return review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+
+
+def _static_twice(repo: Path, tmp_path: Path, between: Callable[[Path], None] | None = None) -> list[Verdict]:
+    """Two reviews of one patch sharing a result store; ``between`` gets the stored entry in between."""
+    first = _static_review(repo, tmp_path)
+    entries = list((tmp_path / "cache" / "results" / "static-base").rglob("*.json"))
+    assert len(entries) == 1
+    if between is not None:
+        between(entries[0])
+    return [first, _static_review(repo, tmp_path)]
+
+
+def test_a_repeat_review_reuses_the_base_runs_and_says_so(repo: Path, tmp_path: Path) -> None:
+    verdicts = _static_twice(repo, tmp_path)
+    first, second = (v.stages[0] for v in verdicts)
+    assert first.cost.reuse == [] and second.cost.reuse == ["static: base-tree diagnostics from the result store"]
     assert first.outcome == second.outcome == Outcome.REJECT
     prints = [[d.fingerprint for d in r.evidence[0].diagnostics] for r in (first, second)]
     assert prints[0] == prints[1]
+    assert verdicts[1].cost.reuse == second.cost.reuse  # the report's cost line names it
+    # the same report but for times and reuse, which a reproducible report leaves out
+    assert reproducible(verdicts[0]).model_dump_json() == reproducible(verdicts[1]).model_dump_json()
+
+
+def _tamper(entry: Path) -> None:
+    data = json.loads(entry.read_text())
+    # the patch's error planted as a base diagnostic (it would then not be patch-caused); the checksum is kept
+    planted = Diagnostic(tool="pyright", rule="reportCallIssue", path="pkg/user.py", line=5, column=11,
+                         message="Expected 1 positional argument", source_line="    return helper(3, 4)")  # fmt: skip
+    data["value"]["runs"][1]["diagnostics"].append(planted.model_dump(mode="json"))
+    entry.write_text(json.dumps(data))
+
+
+def _foreign(entry: Path) -> None:
+    data = json.loads(entry.read_text())
+    data["key"]["targets"] = ["other.py"]
+    entry.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda e: e.write_bytes(e.read_bytes()[:200]), "not an entry of this schema"),
+        (lambda e: e.write_text("{}"), "not an entry of this schema"),
+        (_tamper, "checksum mismatch"),
+        (_foreign, "an entry for another key"),
+    ],
+    ids=["truncated", "empty", "tampered", "foreign"],
+)
+def test_a_damaged_stored_entry_is_ignored_and_recomputed(
+    repo: Path, tmp_path: Path, damage: Callable[[Path], None], why: str
+) -> None:
+    first, second = (v.stages[0] for v in _static_twice(repo, tmp_path, damage))
+    assert len(second.cost.reuse) == 1 and f"ignored ({why}" in second.cost.reuse[0]
+    assert [d.fingerprint for d in second.evidence[0].diagnostics] == [
+        d.fingerprint for d in first.evidence[0].diagnostics
+    ]
+    tools = next(e for e in second.evidence if e.kind == EvidenceKind.INFO).details["tool_seconds"]
+    assert all(t["seconds"] > 0 for t in tools)  # the base runs ran again
+    # the recomputed entry replaced the damaged one: the next review trusts it
+    third = _static_review(repo, tmp_path).stages[0]
+    assert third.cost.reuse == ["static: base-tree diagnostics from the result store"]
+
+
+def test_no_cache_computes_every_time(repo: Path, tmp_path: Path) -> None:
+    patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
+    config = CascadeConfig(cache=CacheConfig(dir=str(tmp_path / "cache"), enabled=False))
+    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
+    results = [review(request, stages=[StaticStage()]).stages[0] for _ in "ab"]
+    assert [r.cost.reuse for r in results] == [[], []]
+    assert not (tmp_path / "cache" / "results").exists()
 
 
 RULES_SRC = """import json

@@ -136,4 +136,6 @@ def cost_line(verdict: Verdict) -> str:
         line += f", {c.llm_calls} LLM call(s), {c.prompt_tokens + c.completion_tokens} tokens, ${c.dollars:.4f}"
     else:
         line += ", no LLM calls"
+    if c.reuse:
+        line += "; reused: " + "; ".join(c.reuse)
     return line

@@ -20,10 +20,10 @@ from cascade.config import StaticConfig
 from cascade.context import ReviewContext
 from cascade.errors import RequiredToolUnavailable
 from cascade.models import Diagnostic, Evidence, EvidenceKind, Outcome, StageResult
-from cascade.static.cache import cache_key, load_runs, store_runs
 from cascade.static.dependents import Targets, find_targets
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics
 from cascade.static.pyright import run_pyright
+from cascade.static.reuse import StaticBaseRuns, reused, static_base_key, storable
 from cascade.static.ruff import run_ruff
 from cascade.static.rules import RepoLayout, rule_class
 from cascade.static.sources import forget_sources
@@ -62,18 +62,25 @@ class StaticStage:
             evidence = Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary)
             return StageResult(stage=self.name, outcome=Outcome.PASS, reason=summary, evidence=[evidence])
         forget_sources()
-        cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else None
-        key = cache_key(ctx.workspace.base_commit, targets.base_files, cfg, python_version(cfg))
-        cached = load_runs(cache_dir, key, base) if cache_dir else None
+        store = ctx.store
+        key = static_base_key(str(ctx.workspace.repo), ctx.workspace.base_commit, targets.base_files, cfg,
+                              python_version(cfg))  # fmt: skip
+        lookup = store.get(key, StaticBaseRuns) if store else None
+        stored = lookup.value if lookup else None
         with ThreadPoolExecutor(max_workers=2 if cfg.parallel_trees else 1) as pool:
-            base_job = None if cached else pool.submit(run_tools, base, targets.base_files, cfg)
+            base_job = None if stored else pool.submit(run_tools, base, targets.base_files, cfg)
             patched_job = pool.submit(run_tools, patched, targets.patched_files, cfg)
-            base_runs = cached or (base_job.result() if base_job else [])
+            base_runs = reused(stored, base) if stored else (base_job.result() if base_job else [])
             patched_runs = patched_job.result()
-        if cache_dir and not cached:
-            store_runs(cache_dir, key, base_runs)
-        layout = RepoLayout(patched)
-        return judge(targets, base_runs, patched_runs, layout, cfg, self.name, base_cached=cached is not None)
+        fresh = storable(base_runs) if store and not stored else None
+        if store and fresh:
+            store.put(key, fresh)
+        result = judge(targets, base_runs, patched_runs, RepoLayout(patched), cfg, self.name)
+        if stored:
+            result.cost.reuse.append(f"{self.name}: base-tree diagnostics from the result store")
+        elif lookup and lookup.status == "ignored":
+            result.cost.reuse.append(f"{self.name}: a stored base-tree entry was ignored ({lookup.why}); recomputed")
+        return result
 
 
 def judge(
@@ -83,11 +90,9 @@ def judge(
     layout: RepoLayout,
     cfg: StaticConfig,
     stage: str,
-    *,
-    base_cached: bool = False,
 ) -> StageResult:
     """Compare the trees tool by tool and decide."""
-    evidence: list[Evidence] = [_targets_evidence(targets, base_runs + patched_runs, base_cached)]
+    evidence: list[Evidence] = [_targets_evidence(targets, base_runs + patched_runs)]
     new: list[Diagnostic] = []
     commands: dict[str, list[str]] = {}
     failed: list[Evidence] = []
@@ -128,7 +133,7 @@ def _limitation(tool: str, ran: list[str]) -> str:
     return f"{tool} unavailable — {checked}"
 
 
-def _targets_evidence(targets: Targets, runs: list[ToolRun], base_cached: bool) -> Evidence:
+def _targets_evidence(targets: Targets, runs: list[ToolRun]) -> Evidence:
     summary = f"checked {len(targets.changed)} changed file(s) and {len(targets.dependents)} dependent(s)"
     details = {
         "changed": targets.changed,
@@ -136,7 +141,6 @@ def _targets_evidence(targets: Targets, runs: list[ToolRun], base_cached: bool) 
         "names": targets.names,
         "renamed": targets.renamed,
         "tool_seconds": [{"tool": r.tool, "tree": r.tree, "seconds": r.seconds} for r in runs],
-        "base_from_cache": base_cached,
     }
     return Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary, details=details)
 

@@ -1,9 +1,16 @@
-"""Base and patched trees in temporary git worktrees; the user's checkout and index are never touched."""
+"""Base and patched trees in temporary git worktrees; the user's checkout and index are never touched.
+
+Each tree is a detached worktree of the base commit. With pristine checkouts (``cache.checkouts``, on by default) its
+files are hard links to the one pristine checkout of that commit (`cascade/workspace/pristine.py`) and its index a
+copy of the pristine one; otherwise, or when linking cannot work (another filesystem, an unwritable cache), git
+checks the files out. Files the patch touches are made private before it is applied, and `make_private` makes whole
+trees private before code runs in them (docs/architecture.md, Checkouts).
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
@@ -11,54 +18,25 @@ from types import TracebackType
 from cascade.errors import BadInput, CascadeError, IncompleteRepository
 from cascade.git import git, run_git
 from cascade.models import Patch
-
-# What git prints when the object store lacks objects a checkout needs (partial clones, incomplete mirrors)
-_MISSING_OBJECT_MARKERS = (
-    "Could not reset index file",
-    "unable to read sha1 file",
-    "unable to read tree",
-    "missing blob object",
-    "bad object",
-    "is corrupt",
-    "promisor remote",
-)
-
-
-def resolve_repo(repo: str | Path) -> Path:
-    path = Path(repo).expanduser().resolve()
-    if not path.is_dir():
-        raise BadInput(f"repository not found: {repo}")
-    proc = run_git(path, "rev-parse", "--git-dir")
-    if proc.returncode != 0:
-        raise BadInput(f"not a git repository: {repo}")
-    return path
-
-
-def has_commits(repo: Path) -> bool:
-    proc = run_git(repo, "rev-list", "-n", "1", "--all")
-    return proc.returncode == 0 and bool(proc.stdout.strip())
-
-
-def resolve_commit(repo: Path, ref: str) -> str:
-    proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if proc.returncode != 0 or not proc.stdout.strip():
-        if not has_commits(repo):
-            raise BadInput(f"repository {repo} has no commits: commit the base tree first (the patch applies to it)")
-        raise BadInput(f"unknown base ref '{ref}' in {repo}")
-    return proc.stdout.strip()
+from cascade.workspace.apply import apply_patch
+from cascade.workspace.links import make_private, make_tree_private
+from cascade.workspace.pristine import PristineCheckouts
+from cascade.workspace.repository import missing_object_line, resolve_commit, resolve_repo
 
 
 class Workspace:
     """Two detached worktrees of ``base_commit``: ``base_dir`` as is and ``patched_dir`` with the patch applied."""
 
-    def __init__(self, repo: str | Path, base_ref: str = "HEAD") -> None:
+    def __init__(self, repo: str | Path, base_ref: str = "HEAD", checkouts: PristineCheckouts | None = None) -> None:
         self.repo = resolve_repo(repo)
         self.base_commit = resolve_commit(self.repo, base_ref)
-        self._tmp = Path(tempfile.mkdtemp(prefix="cascade-"))
+        self._checkouts = checkouts
+        self._tmp = Path(tempfile.mkdtemp(prefix="cascade-", dir=_scratch_dir(checkouts)))
         # git names a worktree's admin dir after its basename: unique names keep concurrent reviews of one repo apart
         self.base_dir = self._tmp / f"base-{self._tmp.name}"
         self.patched_dir = self._tmp / f"patched-{self._tmp.name}"
         self.apply_method: str | None = None
+        self.checkout_method = "worktree"  # "linked" when the trees share the pristine checkout's files
         self._worktrees: list[Path] = []
 
     def __enter__(self) -> Workspace:
@@ -72,10 +50,24 @@ class Workspace:
     def prepare(self, patch: Patch) -> None:
         """Create both trees and apply the patch; BadInput when it cannot apply."""
         self._check_sources_exist(patch)
-        self._add_worktree(self.base_dir)
-        self._add_worktree(self.patched_dir)
+        linked = self._checkouts is not None and self._add_linked(self.base_dir) and self._add_linked(self.patched_dir)
+        if not linked:
+            self._drop_worktrees()
+            self._add_worktree(self.base_dir)
+            self._add_worktree(self.patched_dir)
+        self.checkout_method = "linked" if linked else "worktree"
         if patch.files:
+            touched = {p for f in patch.files for p in (f.path, f.source_path) if p}
+            make_private(self.patched_dir / p for p in sorted(touched))  # never write through a shared inode
             self.apply_method = apply_patch(self.patched_dir, patch.text, patch.text_part)
+
+    def make_private(self) -> None:
+        """No file of either tree shares its inode with the pristine checkout any more: for stages that write in
+        the trees or run code there (the pipeline calls it; docs/architecture.md, Checkouts)."""
+        if self.checkout_method == "linked":
+            for tree in (self.base_dir, self.patched_dir):
+                make_tree_private(tree)
+            self.checkout_method = "linked, then copied"
 
     def _check_sources_exist(self, patch: Patch) -> None:
         for f in patch.files:
@@ -95,6 +87,19 @@ class Workspace:
         listed = git(self.repo, "ls-tree", "--name-only", self.base_commit, "--", path, check=False)
         return bool(listed.strip())
 
+    def _add_linked(self, path: Path) -> bool:
+        """A worktree without a checkout, filled with links to the pristine checkout; False when that failed (the
+        caller then checks out instead; a commit git cannot check out fails there with git's own reason)."""
+        assert self._checkouts is not None
+        self._worktrees.append(path)
+        try:
+            git(self.repo, "worktree", "add", "--no-checkout", "--detach", "--force", str(path), self.base_commit)
+            index = self._checkouts.link_into(self.repo, self.base_commit, path)
+            shutil.copyfile(index, _admin_dir(path) / "index")
+        except (CascadeError, OSError):
+            return False
+        return True
+
     def _add_worktree(self, path: Path) -> None:
         self._worktrees.append(path)  # registered first: a failed add still leaves an entry to remove
         try:
@@ -108,53 +113,39 @@ class Workspace:
                 "a partial clone or a mirror without some objects — fetch them or use a complete clone"
             ) from None
 
-    def close(self) -> None:
+    def _drop_worktrees(self) -> None:
         for path in self._worktrees:
-            git(self.repo, "worktree", "remove", "--force", str(path), check=False)
+            shutil.rmtree(path, ignore_errors=True)
+        if self._worktrees:
+            git(self.repo, "worktree", "prune", check=False)
         self._worktrees.clear()
+
+    def close(self) -> None:
+        """Delete the trees (unlinking a linked tree's files frees nothing the pristine checkout holds), then let
+        git forget them."""
+        self._drop_worktrees()
         shutil.rmtree(self._tmp, ignore_errors=True)
-        git(self.repo, "worktree", "prune", check=False)
 
 
-def _git_apply(tree: Path, data: str) -> subprocess.CompletedProcess[str]:
-    return run_git(tree, "apply", "--whitespace=nowarn", "-", input=data)
+def _admin_dir(worktree: Path) -> Path:
+    """The worktree's directory in the repository's git directory, as its ``.git`` file names it."""
+    text = (worktree / ".git").read_text(encoding="utf-8").strip()
+    if not text.startswith("gitdir: "):
+        raise OSError(f"{worktree}/.git does not name a git directory")
+    return Path(text.removeprefix("gitdir: "))
 
 
-def missing_object_line(git_error: str) -> str | None:
-    """git's line saying an object is missing, or None when the error is something else."""
-    lines = [ln.strip() for ln in git_error.splitlines() if ln.strip()]
-    hits = [ln for ln in lines if any(marker in ln for marker in _MISSING_OBJECT_MARKERS)]
-    if not hits:
+def _scratch_dir(checkouts: PristineCheckouts | None) -> str | None:
+    """Where the trees go: the system's temporary directory, unless it is on another filesystem than the pristine
+    checkouts (hard links cannot cross filesystems), then beside them."""
+    if checkouts is None:
         return None
-    # "fatal: Could not reset index file to revision 'HEAD'." is the line users search for; name it when present
-    reset = [ln for ln in hits if "Could not reset index file" in ln]
-    return (reset or hits)[0].removeprefix("fatal: ")
-
-
-def apply_patch(tree: Path, patch_text: str, text_part: str = "") -> str:
-    """Apply with ``git apply``; fall back to ``patch --fuzz``. Returns the method that worked.
-
-    ``text_part`` is the patch without its binary files (see ``Patch.text_part``): when the whole patch does not
-    apply because a binary file's data is missing ("Binary files … differ"), the text part is applied alone."""
-    data = patch_text if patch_text.endswith("\n") else patch_text + "\n"
-    proc = _git_apply(tree, data)
-    if proc.returncode == 0:
-        return "git-apply"
-    git_error = proc.stderr.strip().splitlines()[:1]
-    if text_part:
-        data = text_part if text_part.endswith("\n") else text_part + "\n"
-        if _git_apply(tree, data).returncode == 0:
-            return "git-apply-text-part"
-    if shutil.which("patch") is None:
-        raise BadInput(f"patch does not apply: {' '.join(git_error)}")
-    proc = subprocess.run(
-        ["patch", "-p1", "--fuzz=3", "--batch", "--forward", "--no-backup-if-mismatch", "-r", "-", "-d", str(tree)],
-        input=data,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode == 0:
-        return "patch-fuzz"
-    run_git(tree, "checkout", "--", ".")
-    run_git(tree, "clean", "-fdq")
-    raise BadInput(f"patch does not apply: {' '.join(git_error) or proc.stdout.strip().splitlines()[-1:]}")
+    try:
+        checkouts.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if os.stat(tempfile.gettempdir()).st_dev == os.stat(checkouts.root).st_dev:
+            return None
+        work = checkouts.root / "work"
+        work.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None  # an unusable cache: linking fails too, and the trees are checked out instead
+    return str(work)

@@ -1,0 +1,54 @@
+"""The repository under review: finding it, resolving the base commit, naming missing objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cascade.errors import BadInput
+from cascade.git import run_git
+
+# What git prints when the object store lacks objects a checkout needs (partial clones, incomplete mirrors)
+_MISSING_OBJECT_MARKERS = (
+    "Could not reset index file",
+    "unable to read sha1 file",
+    "unable to read tree",
+    "missing blob object",
+    "bad object",
+    "is corrupt",
+    "promisor remote",
+)
+
+
+def resolve_repo(repo: str | Path) -> Path:
+    path = Path(repo).expanduser().resolve()
+    if not path.is_dir():
+        raise BadInput(f"repository not found: {repo}")
+    proc = run_git(path, "rev-parse", "--git-dir")
+    if proc.returncode != 0:
+        raise BadInput(f"not a git repository: {repo}")
+    return path
+
+
+def has_commits(repo: Path) -> bool:
+    proc = run_git(repo, "rev-list", "-n", "1", "--all")
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        if not has_commits(repo):
+            raise BadInput(f"repository {repo} has no commits: commit the base tree first (the patch applies to it)")
+        raise BadInput(f"unknown base ref '{ref}' in {repo}")
+    return proc.stdout.strip()
+
+
+def missing_object_line(git_error: str) -> str | None:
+    """git's line saying an object is missing, or None when the error is something else."""
+    lines = [ln.strip() for ln in git_error.splitlines() if ln.strip()]
+    hits = [ln for ln in lines if any(marker in ln for marker in _MISSING_OBJECT_MARKERS)]
+    if not hits:
+        return None
+    # "fatal: Could not reset index file to revision 'HEAD'." is the line users search for; name it when present
+    reset = [ln for ln in hits if "Could not reset index file" in ln]
+    return (reset or hits)[0].removeprefix("fatal: ")
