@@ -1,0 +1,71 @@
+"""Summarise the interleaved before/after rules-only runs of benchmarks/reuse_timing.sh (reuse across reviews).
+
+Reads OUT/times.tsv (each `cascade bench run`'s wall and CPU, children included, from /usr/bin/time), each run's
+results.jsonl (wall per review) and, for the runs with the store, the full verdicts (--reports) for what was reused.
+Prints per set: reviews, mean wall per review, CPU per review, their before/after ratios, static store hits, and
+decision rows that differ (cascade bench compare is the paired test; this counts rows).
+
+    python3 benchmarks/reuse_timing.py /tmp/h26-bench
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from cascade.bench.runner import read_rows
+
+
+def _times(out: Path) -> dict[tuple[str, str], tuple[float, float, float]]:
+    found: dict[tuple[str, str], tuple[float, float, float]] = {}
+    for line in (out / "times.tsv").read_text().splitlines():
+        side, name, measured, load = line.split("\t")
+        wall, user, system = (float(x) for x in measured.split())
+        found[(side, name)] = (wall, user + system, float(load))
+    return found
+
+
+def _hits(reports: Path) -> tuple[int, int, int]:
+    """(static hits, static ran with targets, ignored entries) over the run's verdicts."""
+    hits = ran = ignored = 0
+    for path in reports.glob("**/*.json"):
+        verdict = json.loads(path.read_text())
+        static = next((s for s in verdict.get("stages", []) if s["stage"] == "static"), None)
+        if static is None or static["outcome"] == "skipped":
+            continue
+        if static["reason"].startswith("no Python file changed"):
+            continue
+        ran += 1
+        reuse = static["cost"].get("reuse", [])
+        hits += any("from the result store" in r for r in reuse)
+        ignored += any("ignored" in r for r in reuse)
+    return hits, ran, ignored
+
+
+def main(out: Path) -> None:
+    times = _times(out)
+    names = sorted({name for _, name in times}, key=["gold", "coder", "gpt4o", "claude", "gold-repeat"].index)
+    print("| set | reviews | wall/review before → after (s) | ratio | CPU/review before → after (s) | ratio | "
+          "static hits | decisions differing | load (1 min) before / after |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        before, after = (read_rows(out / f"{side}-{name}" / "results.jsonl") for side in ("before", "after"))
+        assert {r.key for r in before} == {r.key for r in after}, name
+        n = len(before)
+        walls = [statistics.mean(r.cost.seconds for r in rows) for rows in (before, after)]
+        cpus = [times[(side, name)][1] / n for side in ("before", "after")]
+        decided_a = {r.key: r.decision for r in before}
+        differing = sum(decided_a[r.key] != r.decision for r in after)
+        hits, ran, ignored = _hits(out / f"after-{name}" / "reports")
+        loads = f"{times[('before', name)][2]:.1f} / {times[('after', name)][2]:.1f}"
+        print(
+            f"| {name} | {n} | {walls[0]:.2f} → {walls[1]:.2f} | {walls[0] / walls[1]:.2f}× | "
+            f"{cpus[0]:.2f} → {cpus[1]:.2f} | {cpus[0] / cpus[1]:.2f}× | {hits}/{ran}"
+            f"{f' ({ignored} ignored)' if ignored else ''} | {differing} | {loads} |"
+        )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
