@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -22,7 +23,7 @@ from cascade.models import Outcome, ReviewRequest
 from cascade.pipeline import review
 from cascade.stages.probes import ProbesStage
 from cascade.stages.probes.environment import make_environment
-from tests.conftest import MakeRepo, run_git
+from tests.conftest import MakeRepo, diff_of, run_git
 
 PYPROJECT = '[project]\nname = "demo"\nversion = "1.0"\nrequires-python = ">=3.8"\n'
 SETUP = "from setuptools import setup\nsetup(name='demo', version='1.0', py_modules=['demo'])\n"
@@ -221,3 +222,29 @@ def test_a_tree_that_is_no_package_still_gets_its_test_dependencies(make_repo: M
                        "2024-06-01T12:00:00Z")  # fmt: skip
     env = make_environment(_config(tmp_path), "acme/scripts", repo)
     assert subprocess.run([env.python, "-c", "import six, pytest"], capture_output=True).returncode == 0
+
+
+FAST_C = """\
+#include <Python.h>
+static PyObject *twice(PyObject *self, PyObject *arg) { return PyLong_FromLong(2 * PyLong_AsLong(arg)); }
+static PyMethodDef methods[] = {{"twice", twice, METH_O, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&module); }
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_a_project_that_declares_extensions_gets_them_built_in_the_tree(make_repo: MakeRepo, tmp_path: Path) -> None:
+    setup = "from setuptools import Extension, setup\n" + (
+        'setup(name="pkg", ext_modules=[Extension("pkg._fast", ["pkg/_fast.c"])])\n'
+    )
+    api = "from pkg._fast import twice\n\n\ndef quad(x):\n    return twice(twice(x))\n"
+    test = "from pkg.api import quad\n\n\ndef test_quad():\n    assert quad(1) == 4\n"
+    repo = make_repo({"setup.py": setup, "pkg/__init__.py": "", "pkg/_fast.c": FAST_C, "pkg/api.py": api,
+                      "tests/test_api.py": test})  # fmt: skip
+    patch = diff_of(repo, {"pkg/api.py": api + "\n\ndef half(x):\n    return x // 2\n"})
+    config = parse_config({"env": {"cache_dir": str(tmp_path / "envs")}, "probes": {"sources": []}})
+    stage = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[ProbesStage()]).stages[0]
+    summaries = [e.summary for e in stage.evidence]
+    assert any("compiled extensions: build" in s for s in summaries), summaries
+    assert any("1 nearby test(s) passing on base still pass" in s for s in summaries), summaries  # it imported _fast

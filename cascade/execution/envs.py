@@ -80,6 +80,9 @@ class Environment(BaseModel):
     autoload_plugins: bool = Field(
         default=True, description="False for cascade's own interpreter: its pytest plugins are not the repo's."
     )
+    build_extensions: bool = Field(
+        default=False, description="The tests need the project's compiled extensions built in the tree."
+    )
 
     def pythonpath(self, tree: Path) -> list[str]:
         """The tree's import roots: ``src/`` for src-layout projects, the tree itself otherwise."""
@@ -276,6 +279,7 @@ def ensure_environment(
         venv_dir=str(venv),
         base_prefix=base_prefix,
         description=description,
+        build_extensions=spec.build_extensions,
     )
 
 

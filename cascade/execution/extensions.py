@@ -51,6 +51,15 @@ class BuildFailed(EnvironmentUnavailable):
     """The build ran and failed (not a timeout): remembered, so later reviews report it without rebuilding."""
 
 
+_DECLARES = ("Extension(", "ext_modules", "cythonize(", "get_extensions(")
+
+
+def declares_extensions(tree: Path) -> bool:
+    """The tree's setup.py builds compiled extensions (what ``setup.py build_ext --inplace`` can build)."""
+    setup = tree / "setup.py"
+    return setup.is_file() and any(marker in setup.read_text(errors="replace") for marker in _DECLARES)
+
+
 def is_extension_source(path: str) -> bool:
     name = PurePosixPath(path).name
     return any(fnmatch.fnmatch(name, pattern) for pattern in EXTENSION_SOURCES)

@@ -24,6 +24,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from cascade.execution.ci_sources import read_ci_dependencies
 from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, resolve_python
+from cascade.execution.extensions import declares_extensions
 from cascade.git import run_git
 
 # First release of each CPython minor version (python.org): the era rule compares them with the commit's date.
@@ -88,6 +89,18 @@ def choose_python(requirement: str | None, when: datetime | None, own: str, inst
     return max(of_era, key=lambda v: PYTHON_RELEASES[v]) if of_era else by_age[0]
 
 
+def build_requires(tree: Path) -> list[str]:
+    """``[build-system] requires`` of pyproject.toml (setuptools and wheel when it names none): what building the
+    extensions in place needs in the environment."""
+    try:
+        system = tomllib.loads((tree / "pyproject.toml").read_text(errors="replace")).get("build-system", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        system = {}
+    requires = system.get("requires") if isinstance(system, dict) else None
+    listed = [r for r in requires if isinstance(r, str)] if isinstance(requires, list) else []
+    return listed or ["setuptools", "wheel"]
+
+
 def installed_pythons() -> list[str]:
     found: list[str] = []
     for version in PYTHON_RELEASES:
@@ -121,10 +134,16 @@ def project_spec(
     if exclude_newer == "commit":
         cutoff = when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
     sources = deps.used if ci_dependencies else []
+    builds = ci_dependencies and declares_extensions(tree)  # what the CI's editable install compiles
     return EnvSpec(
         repo=repo,
         python=chosen,
-        packages=[*(deps.requirements if ci_dependencies else []), *(packages or [])],
+        packages=[
+            *(deps.requirements if ci_dependencies else []),
+            *(build_requires(tree) if builds else []),
+            *(packages or []),
+        ],
+        build_extensions=builds,
         constraints=deps.constraints if ci_dependencies else [],
         install_project=install_project,
         extras=list(dict.fromkeys([*(deps.extras if ci_dependencies else []), *(extras or [])])),

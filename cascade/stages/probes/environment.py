@@ -49,9 +49,10 @@ def make_environment(config: CascadeConfig, repo: str, base_dir: Path) -> Enviro
 def prepare_extensions(
     config: CascadeConfig, env: Environment, base: Path, patched: Path, changed: list[str]
 ) -> str | None:
-    """Compiled extensions into both trees when the environment says the tests need them (issue 15: astropy)."""
+    """Compiled extensions into both trees when the config or the environment says the tests need them (astropy;
+    a setup.py that declares extensions, on the CI path: what the project's editable install would build)."""
     cfg = config.env
-    if not cfg.build_extensions:
+    if not (cfg.build_extensions or env.build_extensions):
         return None
     cache = Path(cfg.cache_dir).expanduser() / "builds" if cfg.cache_dir else None
     build = ensure_extensions(env, base, changed, cache_dir=cache, timeout=max(cfg.setup_timeout_seconds, 1800))
