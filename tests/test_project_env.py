@@ -41,16 +41,20 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def test_tox_deps_follow_requirement_files_factors_and_the_project_itself(tmp_path: Path) -> None:
     tox = ("[tox]\nenvlist = py311\n\n[testenv]\ndeps =\n    -r{toxinidir}/requirements-dev.txt\n    !pypy: attrs\n"
+           "    examples/tutorial[test]\n"
            "    pypy: only-on-pypy\n    coverage: only-with-coverage\n    py311,py312: mock\nextras =\n    socks\n"
            "    alldeps: everything\ncommands = pytest\n")  # fmt: skip
     dev = "-e .[security]\npytest>=7  # the runner\n-c constraints.txt\n--index-url https://example.invalid\n"
     tree = _tree(tmp_path, {"tox.ini": tox, "requirements-dev.txt": dev, "constraints.txt": "iniconfig==2.0.0\n",
-                            "pyproject.toml": PYPROJECT})  # fmt: skip
+                            "pyproject.toml": PYPROJECT, "examples/tutorial/setup.py": SETUP})  # fmt: skip
     deps = read_ci_dependencies(tree, "3.11")
     assert deps.requirements == ["pytest>=7", "attrs", "mock"]
     assert deps.extras == ["security", "socks"] and deps.constraints == ["iniconfig==2.0.0"]
     assert deps.used == ["tox.ini [testenv]", "requirements-dev.txt", "constraints.txt (constraints)"]
-    assert deps.skipped == ["requirements-dev.txt: --index-url https://example.invalid (pip option)"]
+    assert deps.skipped == [
+        "requirements-dev.txt: --index-url https://example.invalid (pip option)",
+        "tox.ini [testenv]: examples/tutorial[test] (a local path other than the project)",
+    ]
 
 
 def test_dependency_groups_with_includes_and_self_references(tmp_path: Path) -> None:
@@ -167,6 +171,7 @@ def test_an_old_commit_gets_its_ci_dependencies_as_of_its_date(make_repo: MakeRe
     script = "import importlib.metadata as m; print(*(m.version(p) for p in ('six', 'pytest', 'demo')))"
     out = subprocess.run([env.python, "-c", script], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1.16.0", "6.2.4", "1.0"]  # six from the CI's file and pytest as of the date; the project too
+    assert env.venv_dir and any(Path(env.venv_dir).glob("lib/python*/site-packages/__pycache__/six.*.pyc"))
     again = make_environment(_config(tmp_path), "acme/demo", repo)
     assert again.venv_dir == env.venv_dir  # cached by what it resolved to
 

@@ -74,10 +74,15 @@ class Reader:
         if match and self.project and _canonical(match.group(1)) == self.project and not match.group(3).strip("; "):
             self._extras(line)
             return
-        if line.startswith((".", "/", "file:")):
+        if line.startswith((".", "/", "file:")) or self._is_local_dir(line):
             self.deps.skipped.append(f"{where}: {line} (a local path other than the project)")
             return
         self.deps.requirements.append(line)
+
+    def _is_local_dir(self, line: str) -> bool:
+        """``examples/tutorial[test]`` (flask's tox deps): a directory of the tree, not a PyPI name."""
+        path = line.split("[", 1)[0].strip()
+        return "/" in path and (self.tree / path).is_dir()
 
     def _is_self_path(self, line: str) -> bool:
         path = line.split("[", 1)[0].removeprefix("file:").strip() or "."

@@ -133,7 +133,7 @@ def project_spec(
     cutoff = exclude_newer
     if exclude_newer == "commit":
         cutoff = when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
-    sources = deps.used if ci_dependencies else []
+    sources = [*deps.used, *(f"not installed: {line}" for line in deps.skipped)] if ci_dependencies else []
     builds = ci_dependencies and declares_extensions(tree)  # what the CI's editable install compiles
     return EnvSpec(
         repo=repo,

@@ -36,6 +36,7 @@ from cascade.execution.envs import (
 )
 
 _EXEMPT_FROM_DATE = ("coverage",)
+_BUILD_RECIPE = "compiled-bytecode"  # part of the venv key: a change in how venvs are built must not reuse old ones
 
 
 def _date_flags(spec: EnvSpec, exempt: list[str] | None = None) -> list[str]:
@@ -162,7 +163,7 @@ def ensure_resolved(
             cached.write_text(resolve(spec, python, project_tree, timeout).model_dump_json(), encoding="utf-8")
     resolution = Resolution.model_validate_json(cached.read_text(encoding="utf-8"))
     project = project_fingerprint(project_tree) if spec.install_project and project_tree is not None else "-"
-    key = [python, version, project, ",".join(spec.extras), *resolution.exempt, *resolution.pins]
+    key = [_BUILD_RECIPE, python, version, project, ",".join(spec.extras), *resolution.exempt, *resolution.pins]
     venv = cache / f"r-{hashlib.sha256(chr(10).join(key).encode()).hexdigest()[:18]}"
     with _locked(venv.with_suffix(".lock")):
         if not (venv / _READY).is_file():
@@ -176,7 +177,9 @@ def _build(
     shutil.rmtree(venv, ignore_errors=True)
     _uv(["venv", "--quiet", "--python", python, str(venv)], timeout)
     (venv / "cascade-pins.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
-    target = ["--python", str(venv / "bin" / "python"), *_date_flags(spec, exempt)]
+    # bytecode compiled at install, as pip does: a project whose tests turn warnings into errors (flask 2.0) would
+    # otherwise fail importing an old dependency that warns when compiled (blinker 1.4's invalid escapes)
+    target = ["--python", str(venv / "bin" / "python"), "--compile-bytecode", *_date_flags(spec, exempt)]
     _uv(["pip", "install", "--quiet", *target, "-r", str(venv / "cascade-pins.txt")], timeout)
     if spec.install_project and project is not None and installable(project):
         _uv(["pip", "install", "--quiet", "--no-deps", *target, str(project)], timeout)
