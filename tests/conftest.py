@@ -1,32 +1,18 @@
-"""Shared fixtures: real git repositories made in a temporary directory."""
+"""Shared fixtures: real git repositories made in a temporary directory, and the sandbox backends (skipped with the
+reason when one cannot run here; never silently replaced by the ``none`` backend). Plain helpers live in
+tests/support.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-SWEBENCH_DIR = Path(
-    os.environ.get("CASCADE_SWEBENCH_DIR", Path(__file__).resolve().parents[2] / "shared/data/swebench")
-)
-MIRROR_DIR = Path(os.environ.get("CASCADE_REPOS_DIR", "/work/.mirror"))
-
-
-def run_git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
-
-
-MakeRepo = Callable[[dict[str, str]], Path]
+from cascade.sandbox.base import Sandbox
+from tests.bench_support import make_swe
+from tests.support import ISOLATING_BACKENDS, MakeRepo, run_git, sandbox_backend
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -62,17 +48,19 @@ def make_repo(tmp_path: Path) -> MakeRepo:
     return make
 
 
-def diff_of(repo: Path, changes: dict[str, str | None]) -> str:
-    """Make a unified diff by editing files in the repo, diffing, and restoring the checkout."""
-    for rel, text in changes.items():
-        path = repo / rel
-        if text is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    run_git(repo, "add", "-A")
-    patch = run_git(repo, "diff", "--cached")
-    run_git(repo, "reset", "-q", "--hard", "HEAD")
-    run_git(repo, "clean", "-fdq")
-    return patch
+@pytest.fixture(scope="session")
+def sandbox() -> Sandbox:
+    """The sandbox Stage 2's tests run untrusted code in: bubblewrap (the default backend where it works)."""
+    return sandbox_backend("bwrap")
+
+
+@pytest.fixture(scope="module", params=ISOLATING_BACKENDS)
+def isolating_sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    """Each backend that protects the host (bwrap, docker): what it must contain, both must contain."""
+    return sandbox_backend(request.param)
+
+
+@pytest.fixture
+def swe(tmp_path: Path) -> dict[str, Path]:
+    """A SWE-bench-format fixture (tests/bench_support.py): repos dir, task rows, predictions and results."""
+    return make_swe(tmp_path)

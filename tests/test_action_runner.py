@@ -36,8 +36,8 @@ import pytest
 import yaml
 
 from cascade.github_action.publish import MARKER
-from tests.conftest import run_git
 from tests.github_support import FIXTURES, LLM_KEY, OWNER_REPO, ROOT, TOKEN, FakeGitHub, readme_workflow, serve
+from tests.support import run_git
 
 # Three act runs in one fixture took 307-386 s on a loaded 2-core machine; the suite's 600 s per test is too tight.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -80,3 +80,19 @@ def test_no_module_grows_past_the_limit() -> None:
     over = {path: n for path, n in sizes.items() if n > MAX_LINES and path not in OVERSIZED}
     assert over == {}, f"split these modules (limit {MAX_LINES} lines): {over}"
     assert all(sizes.get(path, 0) > MAX_LINES for path in OVERSIZED), "an exception is no longer needed: remove it"
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """What tests share lives in support modules (tests/support.py, …) or conftest fixtures: importing a test module
+    runs its collection-time code twice and hides which module owns a fixture."""
+    offenders: list[str] = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for name in names:
+                leaf = name.split(".")[-1]
+                if name.startswith("tests.") and (leaf.startswith("test_") or leaf == "conftest"):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert offenders == [], "move the shared code into a support module:\n" + "\n".join(offenders)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,12 +25,8 @@ from cascade.errors import BadInput
 from cascade.models import Decision, Outcome, StageResult
 from cascade.stages.base import Stage
 from cascade.stages.no_change import NoChangeStage
-from tests.conftest import MIRROR_DIR, SWEBENCH_DIR, diff_of, run_git
-
-OPS = "def add(a, b):\n    return a + b\n"
-TEST_OPS = "from calc.ops import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
-MODEL = "agent-x"
-
+from tests.bench_support import MODEL, init_repo, run_args, run_cli
+from tests.support import MIRROR_DIR, SWEBENCH_DIR
 
 # --- test arms (top level: they are pickled into the worker processes) -------------------------------------
 
@@ -86,97 +81,12 @@ class BuggyStageArm:
         return ArmBudget(llm_calls=3, note="declared caps travel with the rows")
 
 
-# --- the fixture -------------------------------------------------------------------------------------------
-
-
-def _init_repo(path: Path, files: dict[str, str]) -> str:
-    path.mkdir(parents=True)
-    run_git(path, "init", "-q", "-b", "main")
-    for rel, text in files.items():
-        (path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (path / rel).write_text(text)
-    run_git(path, "add", "-A")
-    run_git(path, "commit", "-q", "-m", "base")
-    return run_git(path, "rev-parse", "HEAD").strip()
-
-
-def _jsonl(path: Path, records: Sequence[Mapping[str, object]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-@pytest.fixture
-def swe(tmp_path: Path) -> dict[str, Path]:
-    """repos dir + task rows + predictions + results covering every label class and failure kind."""
-    repos = tmp_path / "repos"
-    calc = repos / "acme__calc"  # non-bare, SWE-bench spelling
-    base = _init_repo(calc, {"calc/__init__.py": "", "calc/ops.py": OPS, "tests/test_ops.py": TEST_OPS})
-    good = diff_of(calc, {"calc/ops.py": OPS + "\n\ndef sub(a, b):\n    return a - b\n"})
-    # a syntax error: undefined names left the default allow-list (one resolved submission has a latent NameError)
-    undefined = diff_of(calc, {"calc/ops.py": OPS.replace("a + b", "a + (b")})
-    test_only = diff_of(calc, {"tests/test_ops.py": TEST_OPS + "\n\ndef test_more():\n    assert add(2, 2) == 4\n"})
-    stale = undefined.replace("-    return a + b", "-    return a ** b")  # removes a line the file lacks
-    tasks = [
-        {
-            "instance_id": f"acme__calc-{i}",
-            "repo": "acme/calc",
-            "base_commit": base,
-            "patch": good,
-            "problem_statement": "add sub()",
-        }
-        for i in range(1, 6)
-    ] + [
-        {
-            "instance_id": f"ghost__missing-{i}",
-            "repo": "ghost/missing",
-            "base_commit": base,
-            "patch": good,
-            "problem_statement": "x",
-        }
-        for i in (1, 2)
-    ]
-    patches = {
-        "acme__calc-1": good,  # resolved → acceptable
-        "acme__calc-2": undefined,  # unresolved → defect, Stage 1 rejects (syntax error)
-        "acme__calc-3": "",  # empty class, Stage 0 rejects
-        "acme__calc-4": test_only,  # unresolved → defect, Stage 0 rejects
-        "acme__calc-5": stale,  # resolved but does not apply here → bad input
-        "ghost__missing-1": undefined,  # repo unavailable → Stage 1 skipped, uncertain
-        "ghost__missing-2": test_only,  # repo unavailable, Stage 0 still rejects
-    }
-    preds = [{"instance_id": k, "model_name_or_path": MODEL, "model_patch": v} for k, v in patches.items()]
-    preds.append({"instance_id": "not__in-tasks-1", "model_name_or_path": MODEL, "model_patch": good})
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps({"resolved": ["acme__calc-1", "acme__calc-5"], "unresolved": []}))
-    return {
-        "repos": repos,
-        "tasks": _jsonl(tmp_path / "tasks.jsonl", tasks),
-        "preds": _jsonl(tmp_path / "preds.jsonl", preds),
-        "results": results,
-        "out": tmp_path / "out",
-    }
-
-
-def _run_cli(args: list[str]) -> str:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def _run_args(swe: dict[str, Path], jobs: int) -> list[str]:
-    return [
-        "bench", "run", "--tasks", str(swe["tasks"]), "--predictions", str(swe["preds"]),
-        "--results", str(swe["results"]), "--repos-dir", str(swe["repos"]), "--output", str(swe["out"]),
-        "--jobs", str(jobs), "--timeout", "300", "--quiet", "--resamples", "500",
-    ]  # fmt: skip
-
-
 # --- end to end --------------------------------------------------------------------------------------------
 
 
 def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[str, Path]) -> None:
     out = swe["out"]
-    first = _run_cli(_run_args(swe, jobs=2))
+    first = run_cli(run_args(swe, jobs=2))
     assert "7 trace(s) run, 0 already done" in first
     assert "ghost/missing" in first  # unavailable repos are named, not dropped
     rows = {r.instance_id: r for r in read_rows(out / "results.jsonl")}
@@ -218,12 +128,12 @@ def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[st
     assert (out / "risk_coverage.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "COMMAND.txt").is_file() and len((out / "runs.jsonl").read_text().splitlines()) == 1
 
-    second = _run_cli(_run_args(swe, jobs=1))
+    second = run_cli(run_args(swe, jobs=1))
     assert "0 trace(s) run, 7 already done" in second
     assert len(read_rows(out / "results.jsonl")) == 7
     assert json.loads((out / "metrics.json").read_text()) == metrics
 
-    _run_cli(["bench", "report", str(out / "results.jsonl"), "--output", str(out / "again"), "--resamples", "500"])
+    run_cli(["bench", "report", str(out / "results.jsonl"), "--output", str(out / "again"), "--resamples", "500"])
     assert json.loads((out / "again" / "metrics.json").read_text()) == metrics
 
 
@@ -314,7 +224,7 @@ def test_cli_rejects_ambiguous_prediction_sets_and_unknown_arms(swe: dict[str, P
 
 def test_repo_layouts_bare_and_clone_with_short_timeout(tmp_path: Path) -> None:
     src = tmp_path / "src"
-    _init_repo(src, {"a.py": "x = 1\n"})
+    init_repo(src, {"a.py": "x = 1\n"})
     repos = tmp_path / "repos"
     (repos / "o1").mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(repos / "o1" / "n1")], check=True)
@@ -429,10 +339,10 @@ def test_compare_pairs_commonly_decided_traces(tmp_path: Path) -> None:
     path_a, path_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     path_a.write_text("".join(r.model_dump_json() + "\n" for r in a))
     path_b.write_text("".join(r.model_dump_json() + "\n" for r in b))
-    text = _run_cli(["bench", "compare", str(path_a), str(path_b)])
+    text = run_cli(["bench", "compare", str(path_a), str(path_b)])
     assert "McNemar discordant: A right & B wrong = 1, A wrong & B right = 2" in text
     assert "coverage difference (A − B, all common traces): -0.100" in text
-    as_json = json.loads(_run_cli(["bench", "compare", str(path_a), str(path_b), "--format", "json"]))
+    as_json = json.loads(run_cli(["bench", "compare", str(path_a), str(path_b), "--format", "json"]))
     assert as_json["commonly_decided"] == 6
 
 

@@ -35,7 +35,7 @@ from cascade.models import Decision, Outcome, StageResult
 from cascade.stages.base import Stage
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.static import StaticStage
-from tests.test_bench import _run_args, _run_cli, swe  # noqa: F401  (swe: the dev fixture, reused as is)
+from tests.bench_support import run_args, run_cli
 
 ROOT = Path(cascade.__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -116,18 +116,18 @@ def _by_key(path: Path) -> dict[tuple[str, str, str], dict[str, object]]:
     return {r.key: _timeless(r) for r in read_rows(path)}
 
 
-def test_dev_fixture_through_ray_equals_local_and_resumes(swe: dict[str, Path], ray_address: str) -> None:  # noqa: F811
+def test_dev_fixture_through_ray_equals_local_and_resumes(swe: dict[str, Path], ray_address: str) -> None:
     local_out, ray_out = swe["out"].with_name("local"), swe["out"].with_name("ray")
-    _run_cli([*_run_args(swe, jobs=2), "--output", str(local_out)])
-    ray_args = [*_run_args(swe, jobs=2), "--output", str(ray_out), "--executor", "ray", "--ray-address", ray_address]
-    first = _run_cli(ray_args)
+    run_cli([*run_args(swe, jobs=2), "--output", str(local_out)])
+    ray_args = [*run_args(swe, jobs=2), "--output", str(ray_out), "--executor", "ray", "--ray-address", ray_address]
+    first = run_cli(ray_args)
     assert "7 trace(s) run, 0 already done" in first and "on Ray" in first
     local_rows, ray_rows = _by_key(local_out / "results.jsonl"), _by_key(ray_out / "results.jsonl")
     assert len(ray_rows) == 7 and ray_rows == local_rows  # every field but the timings
     runs = [json.loads(line) for line in (ray_out / "runs.jsonl").read_text().splitlines()]
     assert runs[-1]["summary"]["executor"] == "ray"
 
-    compared = json.loads(_run_cli(["bench", "compare", str(local_out / "results.jsonl"),
+    compared = json.loads(run_cli(["bench", "compare", str(local_out / "results.jsonl"),
                                     str(ray_out / "results.jsonl"), "--format", "json"]))  # fmt: skip
     assert (compared["a_right_b_wrong"], compared["a_wrong_b_right"]) == (0, 0)
     assert compared["coverage_difference"] == 0 and compared["risk_difference"] == 0
@@ -136,7 +136,7 @@ def test_dev_fixture_through_ray_equals_local_and_resumes(swe: dict[str, Path], 
     results = ray_out / "results.jsonl"
     lines = results.read_text().splitlines(keepends=True)
     results.write_text("".join(lines[:5]))
-    again = _run_cli(ray_args)
+    again = run_cli(ray_args)
     assert "2 trace(s) run, 5 already done" in again
     assert _by_key(results) == local_rows
 
@@ -202,7 +202,7 @@ def _killer(pid_dir: Path, plan: dict[str, list[str]], stop: threading.Event, ki
 
 
 def test_killed_worker_is_retried_once_then_an_error_row_and_no_row_is_lost(
-    swe: dict[str, Path],  # noqa: F811
+    swe: dict[str, Path],
     ray_address: str,
     tmp_path: Path,
 ) -> None:
@@ -251,9 +251,9 @@ def test_killed_worker_is_retried_once_then_an_error_row_and_no_row_is_lost(
 # --- without Ray -------------------------------------------------------------------------------------------
 
 
-def test_executor_ray_without_ray_is_exit_3_with_the_install_hint(swe: dict[str, Path]) -> None:  # noqa: F811
+def test_executor_ray_without_ray_is_exit_3_with_the_install_hint(swe: dict[str, Path]) -> None:
     hide_ray = "import sys; sys.modules['ray'] = None; from cascade.cli import main; sys.argv[0] = 'cascade'; main()"
-    args = [*_run_args(swe, jobs=1), "--executor", "ray"]
+    args = [*run_args(swe, jobs=1), "--executor", "ray"]
     proc = subprocess.run([sys.executable, "-c", hide_ray, *args], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 3, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and INSTALL_HINT in proc.stderr, proc.stderr
@@ -273,7 +273,7 @@ def test_arm_resources_follow_the_stages_and_fit_the_largest_node() -> None:
     assert _fit(stage2, None) == stage2  # no node with CPUs yet (an autoscaler will add them): ask as is
 
 
-def test_a_node_without_the_drivers_path_clones_into_its_own_cache(swe: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+def test_a_node_without_the_drivers_path_clones_into_its_own_cache(swe: dict[str, Path], tmp_path: Path) -> None:
     remotes = tmp_path / "remotes"
     bare = remotes / "acme" / "calc.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(swe["repos"] / "acme__calc"), str(bare)], check=True)

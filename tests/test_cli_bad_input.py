@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, run_git
 
 BASE = {"pkg/__init__.py": "", "pkg/mod.py": "def f(x):\n    return x + 1\n"}
 

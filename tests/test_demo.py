@@ -13,7 +13,7 @@ import pytest
 from cascade.context import ReviewContext
 from cascade.models import Patch, ReviewRequest
 from cascade.stages.static import StaticStage
-from tests.conftest import run_git
+from tests.support import run_git
 
 ROOT = Path(__file__).resolve().parents[1]
 # Copied over the clone so the demo runs the code under test, committed or not.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_git
+from tests.support import run_git
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_IMAGE = "cascade-base:bookworm"

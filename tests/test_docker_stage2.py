@@ -17,10 +17,10 @@ from cascade.execution.envs import EnvSpec, ensure_environment
 from cascade.models import EvidenceKind, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
 from cascade.redteam.safety import preflight
-from cascade.sandbox.base import RunSpec
+from cascade.sandbox.base import RunSpec, Sandbox
 from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox, bound_read_only_paths, is_image_provided
 from cascade.stages.probes import ProbesStage
-from tests.conftest import MakeRepo, diff_of
+from tests.support import MakeRepo, diff_of, sandbox_backend
 
 # Debian interpreters docker/make-base-image.sh puts into the image (bullseye's 3.9 first: the old-repo case).
 IMAGE_PYTHONS = ["/usr/bin/python3.9", "/usr/bin/python3.11"]
@@ -35,14 +35,8 @@ def fix(returned: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def docker_sandbox() -> DockerSandbox:
-    sandbox = DockerSandbox(image=DEFAULT_IMAGE)
-    reason = sandbox.available()
-    if reason is not None and "not found" not in reason:
-        pytest.skip(f"docker: {reason}")
-    if reason is not None:
-        pytest.fail(f"{reason}: run docker/make-base-image.sh (as .ci/run does)")
-    return sandbox
+def docker_sandbox() -> Sandbox:
+    return sandbox_backend("docker")
 
 
 @pytest.fixture(scope="module")

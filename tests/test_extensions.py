@@ -13,9 +13,9 @@ from cascade.execution.envs import EnvironmentUnavailable, current_environment
 from cascade.execution.extensions import build_key, ensure_extensions, install_products
 from cascade.models import Outcome, ReviewRequest
 from cascade.pipeline import review
+from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import ProbesStage
-from tests.conftest import MakeRepo, diff_of
-from tests.test_runner import sandbox_for_tests
+from tests.support import MakeRepo, diff_of
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
@@ -61,7 +61,7 @@ def test_patch_changing_extension_sources_is_no_environment(make_repo: MakeRepo,
         ensure_extensions(current_environment(), repo, ["pkg/_fast.c"], cache_dir=tmp_path / "builds")
 
 
-def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tmp_path: Path) -> None:
+def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tmp_path: Path, sandbox: Sandbox) -> None:
     repo = make_repo(FILES)
     patch = diff_of(repo, {"pkg/api.py": API.replace("twice(twice(x))", "twice(twice(x)).bit_length")})
     config = parse_config(
@@ -71,7 +71,7 @@ def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tm
         }
     )
     request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
-    result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]
+    result = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
     assert any("compiled extensions: build" in e.summary for e in result.evidence), [e.summary for e in result.evidence]
     # quad now returns a method: the nearby test fails with an assertion on the patch (it passed on base, so the
     # extension was importable in both sandboxed runs)

@@ -33,7 +33,6 @@ from cascade.github_action.review import ReviewRun, linked_issue_numbers, review
 from cascade.github_action.run import gate_exit_code
 from cascade.models import Decision, Verdict
 from cascade.sandbox.process import is_secret_name
-from tests.conftest import run_git
 from tests.github_support import (
     FIXTURES,
     LLM_KEY,
@@ -44,6 +43,7 @@ from tests.github_support import (
     readme_workflow,
     serve,
 )
+from tests.support import run_git
 
 BASE_FILES = {
     "pkg/__init__.py": "",

@@ -15,7 +15,7 @@ from cascade.models import Decision, EvidenceKind, Outcome, ReviewRequest, Stage
 from cascade.pipeline import review
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
-from tests.conftest import SWEBENCH_DIR, MakeRepo, run_git
+from tests.support import SWEBENCH_DIR, MakeRepo, run_git
 
 BASE = {
     "pkg/__init__.py": "",

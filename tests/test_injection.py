@@ -19,8 +19,8 @@ from cascade.pipeline import review
 from cascade.stages.injection import InjectionStage, scan_lines
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.reviewer import ReviewerStage
-from tests.conftest import MakeRepo, diff_of
 from tests.llm_server import ScriptedServer, vote
+from tests.support import MakeRepo, diff_of
 
 BASE = {"pkg/__init__.py": "", "pkg/calc.py": 'def total(xs):\n    """Sum xs."""\n    return 0\n'}
 FIX = 'def total(xs):\n    """Sum xs."""\n    return sum(xs)\n'

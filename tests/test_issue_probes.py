@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from cascade.config import parse_config
 from cascade.models import EvidenceKind, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
@@ -19,8 +17,7 @@ from cascade.probesources.issue import (
 )
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import ProbesStage
-from tests.conftest import MakeRepo, diff_of
-from tests.test_runner import sandbox_for_tests
+from tests.support import MakeRepo, diff_of
 
 TRACEBACK_ISSUE = """\
 Averaging an empty list crashes
@@ -94,11 +91,6 @@ def test_generated_file_is_old_python_syntax() -> None:
     text = example_as_pytest(ex)
     compile(text, "probe.py", "exec")
     assert "->" not in text and ": str" not in text  # no annotations: it runs on 3.6+
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return sandbox_for_tests()
 
 
 def run_issue_stage(repo: Path, patch: str, issue: str, sandbox: Sandbox) -> StageResult:
@@ -184,8 +176,6 @@ ZeroDivisionError: division by zero
 
 def test_side_effects_of_the_issue_example_itself_are_not_the_patchs(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     """The example writes to HOME on both trees: the probe's doing. The patch writing there too would be the patch's."""
-    if sandbox.isolation == "none":
-        pytest.skip("needs a sandbox that records side effects")
     repo = make_repo(BASE)
     fixed = run_issue_stage(repo, diff_of(repo, {"pkg/stats.py": FIXED_MEAN}), SIDE_EFFECT_ISSUE, sandbox)
     assert fixed.outcome == Outcome.PASS, fixed.reason

@@ -7,7 +7,7 @@ import pytest
 from cascade.models import Decision, Outcome, ReviewRequest
 from cascade.pipeline import review
 from cascade.stages.no_change import NoChangeStage, significant_tokens
-from tests.conftest import MakeRepo, diff_of
+from tests.support import MakeRepo, diff_of
 
 BASE = {
     "pkg/__init__.py": "",

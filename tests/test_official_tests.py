@@ -19,8 +19,7 @@ from cascade.models import EvidenceKind, OfficialTests, Outcome, ReviewRequest, 
 from cascade.pipeline import review
 from cascade.sandbox.base import RunResult, Sandbox
 from cascade.stages.official_tests import OfficialTestsStage
-from tests.conftest import SWEBENCH_DIR, MakeRepo, diff_of, run_git
-from tests.test_runner import sandbox_for_tests
+from tests.support import SWEBENCH_DIR, MakeRepo, diff_of, run_git
 
 CALC = "def divide(a, b):\n    return a / b\n"
 FIXED = "def divide(a, b):\n    if b == 0:\n        return None\n    return a / b\n"
@@ -33,11 +32,6 @@ TEST_PATCH_TESTS = TESTS + (
 )
 F2P = ["tests/test_calc.py::test_zero"]
 P2P = ["test_divide", "tests/test_calc.py::test_pairs[6"]  # a bare name (sympy style) and a cut parametrised id
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return sandbox_for_tests()
 
 
 def task(make_repo: MakeRepo) -> tuple[Path, OfficialTests]:

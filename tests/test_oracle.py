@@ -14,20 +14,9 @@ import pytest
 from cascade.safety import SideEffect
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox
-from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.oracle import AUDIT_HOOK_DIR, CANARY
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
-
-
-@pytest.fixture(scope="module", params=["bwrap", "docker"])
-def sandbox(request: pytest.FixtureRequest) -> Sandbox:
-    """Both backends that protect the host; the oracle must judge them alike."""
-    backend: Sandbox = BwrapSandbox() if request.param == "bwrap" else DockerSandbox()
-    reason = backend.available()
-    if reason is not None:
-        pytest.skip(reason)
-    return backend
 
 
 def run(sandbox: Sandbox, worktree: Path, code: str, ok: bool = True, **limits: int) -> RunResult:
@@ -55,9 +44,9 @@ def linked_worktree(tmp_path: Path) -> tuple[Path, Path]:
     return repo, worktree
 
 
-def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_own_worktree_and_scratch_directory_leave_no_harmful_record(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import os, shutil, subprocess, tempfile
@@ -77,10 +66,10 @@ def test_own_worktree_and_scratch_directory_leave_no_harmful_record(sandbox: San
     assert any(e.kind == "subprocess" and e.benign for e in result.side_effects)
 
 
-def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_tmp_outside_the_scratch_directory_is_harmful(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     worktree = tmp_path / "reviews" / "patched"
     result = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         """
         import os, pathlib, shutil
@@ -95,15 +84,15 @@ def test_tmp_outside_the_scratch_directory_is_harmful(sandbox: Sandbox, tmp_path
     """,
     )
     targets = {e.target for e in harmful(result)}
-    sibling = str(worktree.parent / "base" / ("conftest.py" if sandbox.isolation == "bwrap" else ""))
+    sibling = str(worktree.parent / "base" / ("conftest.py" if isolating_sandbox.isolation == "bwrap" else ""))
     assert {sibling.rstrip("/"), "/tmp/shared-cache.txt"} <= targets, result.side_effects
     assert any(e.kind == "file_delete" and e.target == "/tmp/someone-elses-work" for e in harmful(result))
     assert all("scratch directory" in e.detail for e in harmful(result) if e.target.startswith("/tmp/"))
 
 
-def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_dev_shm_leftovers_are_harmful_transient_use_is_not(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import os
@@ -115,10 +104,10 @@ def test_dev_shm_leftovers_are_harmful_transient_use_is_not(sandbox: Sandbox, tm
     assert [(e.target, e.source) for e in harmful(result)] == [("/dev/shm/textkit-stash", "shm_diff")]
 
 
-def test_the_repositorys_git_directory_is_not_the_runs(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_the_repositorys_git_directory_is_not_the_runs(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     repo, worktree = linked_worktree(tmp_path)
     result = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         """
         import subprocess, pathlib
@@ -141,9 +130,9 @@ def test_the_repositorys_git_directory_is_not_the_runs(sandbox: Sandbox, tmp_pat
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
 
 
-def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_a_process_that_outlives_the_command_is_recorded_and_killed(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import subprocess
@@ -168,19 +157,19 @@ def test_a_process_that_outlives_the_command_is_recorded_and_killed(sandbox: San
     ],
 )  # fmt: skip
 def test_a_resource_limit_hit_is_a_named_record(
-    sandbox: Sandbox, tmp_path: Path, limit: str, code: str, limits: dict[str, int]
+    isolating_sandbox: Sandbox, tmp_path: Path, limit: str, code: str, limits: dict[str, int]
 ) -> None:
-    result = run(sandbox, tmp_path / "wt", code, ok=False, **limits)
+    result = run(isolating_sandbox, tmp_path / "wt", code, ok=False, **limits)
     records = harmful(result, "resource_limit")
     assert records, (result.side_effects, result.stderr[-500:])
     words = {"pids": "process-count", "memory": "memory", "cpu": "CPU-time", "fsize": "file-size"}[limit]
     assert any(words in e.detail for e in records), records
 
 
-def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_decoy_secrets_leaked_into_any_written_file_are_harmful(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
     result = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         """
         import json, os, pathlib, tempfile
@@ -199,9 +188,9 @@ def test_decoy_secrets_leaked_into_any_written_file_are_harmful(sandbox: Sandbox
     assert CANARY not in " ".join(e.target + e.detail for e in result.side_effects)
 
 
-def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_named_entries_are_benign_and_their_near_misses_are_not(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import os, pathlib, shutil
@@ -215,7 +204,7 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox
         shutil.rmtree(home / ".cache")  # the whole cache: destructive
     """,
     )
-    home = "/home/sandbox" if sandbox.isolation == "docker" else str(Path.home())
+    home = "/home/sandbox" if isolating_sandbox.isolation == "docker" else str(Path.home())
     targets = {e.target for e in harmful(result)}
     assert {f"{home}/.textkitrc", f"{home}/.cache/textkit/state", f"{home}/.cache"} <= targets, result.side_effects
     made = {e.target for e in harmful(result) if e.kind != "file_delete"}  # removing an entry's root is not allowed
@@ -224,11 +213,11 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(sandbox: Sandbox
     assert {"matplotlib-config", "pyximport-build", "pylint-stats"} <= {e.detail.split("'")[1] for e in benign}
 
 
-def test_the_audit_log_is_append_only_and_forged_records_are_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_the_audit_log_is_append_only_and_forged_records_are_caught(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     """A run tries to erase what it did (delete, truncate, rename, read-drain the log) and then passes a fresh start
     record off as the gate's: the attempts are refused and recorded, the earlier record survives, the forgery shows."""
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import json, os
@@ -256,7 +245,7 @@ def test_the_audit_log_is_append_only_and_forged_records_are_caught(sandbox: San
     assert attempts and all("audit channel" in e.detail for e in attempts), result.side_effects
 
 
-def test_a_non_python_write_outside_the_allow_list_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_a_non_python_write_outside_the_allow_list_is_caught(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     """Shell, coreutils and C programs bypass the Python audit hook; their writes, refused by the read-only mounts
     (bwrap) or by file permissions (docker's unprivileged user), are still records (strace)."""
     worktree = tmp_path / "wt"
@@ -265,28 +254,30 @@ def test_a_non_python_write_outside_the_allow_list_is_caught(sandbox: Sandbox, t
         "echo 'export X=1' >> /etc/profile; mkdir /etc/cron.d/cascade-x; cp /etc/hostname /usr/local/bin/cascade-y; "
         "touch /usr/local/bin/cascade-z; echo own > own.txt; true"
     )
-    result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
+    result = isolating_sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
     targets = {e.target for e in harmful(result)}
     expected = {"/etc/profile", "/etc/cron.d/cascade-x", "/usr/local/bin/cascade-y", "/usr/local/bin/cascade-z"}
     assert expected <= targets, result.side_effects
     assert not any("own.txt" in t for t in targets)
-    if sandbox.isolation == "bwrap":
+    if isolating_sandbox.isolation == "bwrap":
         assert all("refused" in e.detail for e in harmful(result) if e.target in expected), result.side_effects
 
 
-def test_a_non_python_network_attempt_is_caught(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_a_non_python_network_attempt_is_caught(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     """bash's /dev/tcp is no Python socket: the audit hook never sees it, strace does (failed: no network)."""
     code = """
         import subprocess
         subprocess.run(["bash", "-c", "echo ping > /dev/tcp/192.0.2.1/80"], capture_output=True)
         subprocess.run(["bash", "-c", "echo ping > /dev/tcp/127.0.0.1/9"], capture_output=True)  # own loopback
     """
-    result = run(sandbox, tmp_path / "wt", code)
+    result = run(isolating_sandbox, tmp_path / "wt", code)
     network = harmful(result, "network")
     assert [(e.target, e.source) for e in network] == [("inet:192.0.2.1:80", "strace")], result.side_effects
 
 
-def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(
+    isolating_sandbox: Sandbox, tmp_path: Path
+) -> None:
     """What real suites do that the read-only mounts refuse without intent: git refreshing the index of the
     reviewed repository (index.lock), a ``python -I`` child caching bytecode beside the modules it imports."""
     _, worktree = linked_worktree(tmp_path)
@@ -295,16 +286,16 @@ def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(sandbox: Sa
         f"{git} status --short && {git} diff --stat && {git} describe --always "
         "&& python3 -I -c 'import json, email.mime.text' && python3 -c 'import tomllib'"
     )
-    result = sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
+    result = isolating_sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
     assert result.exit_code == 0, result.stderr
     assert result.harmful_side_effects == [], result.side_effects
 
 
 def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_benign(
-    sandbox: Sandbox, tmp_path: Path
+    isolating_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import socket
@@ -323,9 +314,9 @@ def test_loopback_connect_to_nobody_is_harmful_but_to_the_runs_own_server_is_ben
     assert any(e.benign and "listener inside the sandbox" in e.detail for e in network)
 
 
-def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_setuid_bit_is_harmful_even_in_the_scratch_directory(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import os, tempfile
@@ -341,7 +332,7 @@ def test_setuid_bit_is_harmful_even_in_the_scratch_directory(sandbox: Sandbox, t
 
 
 def test_extracting_a_tar_as_root_is_benign_but_a_chown_outside_the_runs_files_is_not(
-    sandbox: Sandbox, tmp_path: Path
+    isolating_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """tarfile restores members' owners when it runs as root (it chowns the files it just made); that is the
     named entry 'own-file-chown'. The same chown of HOME, which is not the run's, stays harmful."""
@@ -362,18 +353,20 @@ def test_extracting_a_tar_as_root_is_benign_but_a_chown_outside_the_runs_files_i
             except OSError:
                 pass
     """
-    result = run(sandbox, tmp_path / "wt", code)
+    result = run(isolating_sandbox, tmp_path / "wt", code)
     assert harmful(result) == [], result.side_effects
     # only root chowns; docker runs the tests as an unprivileged user
-    if os.geteuid() == 0 and isinstance(sandbox, BwrapSandbox):
+    if os.geteuid() == 0 and isinstance(isolating_sandbox, BwrapSandbox):
         assert any("own-file-chown" in e.detail for e in result.side_effects if e.benign)
-    hostile = run(sandbox, tmp_path / "wt2", "import os; os.environ['CHOWN_HOME'] = '1'\n" + textwrap.dedent(code))
+    hostile = run(
+        isolating_sandbox, tmp_path / "wt2", "import os; os.environ['CHOWN_HOME'] = '1'\n" + textwrap.dedent(code)
+    )
     assert "ownership change" in [e.detail for e in harmful(hostile, "privilege")]  # strace may add the refusal
 
 
-def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         tmp_path / "wt",
         """
         import os, shutil, tempfile

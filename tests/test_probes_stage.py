@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from cascade.config import CascadeConfig, parse_config
 from cascade.execution.envs import current_environment
 from cascade.models import EvidenceKind, Outcome, ReviewRequest, StageResult, Trace
@@ -15,8 +13,7 @@ from cascade.probesources.trace import mine_scripts, script_as_pytest
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import ProbesStage
 from cascade.traces import trace_from_data
-from tests.conftest import MakeRepo, diff_of
-from tests.test_runner import sandbox_for_tests
+from tests.support import MakeRepo, diff_of
 
 CALC = '''\
 def divide(a, b):
@@ -44,11 +41,6 @@ BASE_FILES = {"pkg/__init__.py": "", "pkg/calc.py": CALC, "tests/test_calc.py": 
 
 FIXED_CALC = CALC.replace("    return a / b", "    if b == 0:\n        return None\n    return a / b")
 ZERO_TEST = "from pkg.calc import divide\n\n\ndef test_zero():\n    assert divide(1, 0) is None\n"
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return sandbox_for_tests()
 
 
 def run_stage(repo: Path, patch: str, sandbox: Sandbox, trace: Trace | None = None, **probes: object) -> StageResult:
@@ -213,8 +205,7 @@ def test_side_effect_outside_the_worktree_rejects(make_repo: MakeRepo, sandbox: 
     bashrc = Path.home() / ".bashrc"
     before = bashrc.read_bytes() if bashrc.exists() else None
     result = run_stage(repo, patch, sandbox, regression=False)
-    if sandbox.isolation != "none":
-        assert (bashrc.read_bytes() if bashrc.exists() else None) == before
+    assert (bashrc.read_bytes() if bashrc.exists() else None) == before
     assert result.outcome == Outcome.REJECT, result.reason
     records = next(e for e in result.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details["side_effects"]
     assert any(".bashrc" in r["target"] for r in records), json.dumps(records)
@@ -252,8 +243,6 @@ def test_side_effects_the_projects_tests_have_on_base_too_are_not_the_patchs(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:
     """Like astropy making ~/.astropy on import: the base run does it as well, so it says nothing about the patch."""
-    if sandbox.isolation == "none":
-        pytest.skip("needs a sandbox that records side effects")
     noisy = "import os\nos.makedirs(os.path.expanduser('~/.pkgconfig-dir'), exist_ok=True)\n"
     files = {**BASE_FILES, "pkg/__init__.py": noisy}
     repo = make_repo(files)

@@ -34,8 +34,8 @@ from cascade.stable import (
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
-from tests.conftest import run_git
 from tests.llm_server import Received, Reply, ScriptedServer, vote
+from tests.support import run_git
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "CASCADE_TEST_LLM_KEY"

@@ -21,7 +21,7 @@ from cascade.report.github import MAX_PER_TYPE, command
 from cascade.report.markdown import DEFAULT_LIMIT, GITHUB_COMMENT_LIMIT, render_markdown
 from cascade.report.sarif import FINGERPRINT_KEY, sarif_log
 from cascade.stages.no_change import NoChangeStage
-from tests.conftest import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, run_git
 
 ANSI = re.compile(r"\x1b\[")
 CORE = "def add(a, b):\n    # sum\n    return a + b\n"

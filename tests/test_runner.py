@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from cascade.config import SandboxConfig
-from cascade.errors import ToolUnavailable
 from cascade.execution.envs import (
     EnvironmentUnavailable,
     EnvSpec,
@@ -20,8 +18,7 @@ from cascade.execution.envs import (
 from cascade.execution.repo_specs import spec_for_repo
 from cascade.execution.runner import run_pytest
 from cascade.sandbox.base import Sandbox
-from cascade.sandbox.select import get_sandbox
-from tests.conftest import MakeRepo, run_git
+from tests.support import MakeRepo, run_git
 
 OUTCOMES = """\
 import os
@@ -62,19 +59,6 @@ class TestGroup:
 def test_skipped():
     pass
 """
-
-
-def sandbox_for_tests() -> Sandbox:
-    """bwrap when it works here; otherwise the ``none`` backend, configured explicitly (the code run is our own)."""
-    try:
-        return get_sandbox(SandboxConfig(backend="bwrap"))
-    except ToolUnavailable:
-        return get_sandbox(SandboxConfig(backend="none"))
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return sandbox_for_tests()
 
 
 def test_every_outcome_class_on_real_failing_tests(make_repo: MakeRepo, sandbox: Sandbox) -> None:

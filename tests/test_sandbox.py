@@ -24,42 +24,13 @@ from cascade.errors import ToolUnavailable
 from cascade.safety import scan_command, scan_trace
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox, probe_bwrap
-from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox
+from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.none import NoSandbox
 from cascade.sandbox.oracle import CANARY, DECOY_ENV
 from cascade.sandbox.select import get_sandbox, run_spec
 from cascade.stages.trace_scan import trace_scan_evidence
 from cascade.traces import trace_from_data
-
-ISOLATING_BACKENDS = ["bwrap", "docker"]
-
-
-def docker_engine_answers() -> bool:
-    reason = DockerSandbox(image=DEFAULT_IMAGE).available()
-    return reason is None or "not found" in reason
-
-
-def make_sandbox(name: str) -> Sandbox:
-    """The named backend, or a skip when it cannot run here (docker: only when the engine does not answer)."""
-    if name == "none":
-        return NoSandbox()
-    if name == "bwrap":
-        reason = BwrapSandbox().available()
-        if reason is not None:
-            pytest.skip(reason)
-        return BwrapSandbox()
-    if not docker_engine_answers():
-        pytest.skip("the docker engine does not answer")
-    backend = DockerSandbox(image=DEFAULT_IMAGE)
-    reason = backend.available()
-    if reason is not None:
-        pytest.fail(f"{reason}: run docker/make-base-image.sh (as .ci/run does)")
-    return backend
-
-
-@pytest.fixture(params=ISOLATING_BACKENDS)
-def sandbox(request: pytest.FixtureRequest) -> Sandbox:
-    return make_sandbox(request.param)
+from tests.support import ISOLATING_BACKENDS, docker_engine_answers, sandbox_backend
 
 
 @pytest.fixture
@@ -110,9 +81,11 @@ def host_bashrc() -> Iterator[Path]:
 # --- persistence attempts ---------------------------------------------------------------------------------------
 
 
-def test_append_to_bashrc_is_contained_and_recorded(sandbox: Sandbox, worktree: Path, host_bashrc: Path) -> None:
+def test_append_to_bashrc_is_contained_and_recorded(
+    isolating_sandbox: Sandbox, worktree: Path, host_bashrc: Path
+) -> None:
     result = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         python("""
             import os
@@ -128,18 +101,18 @@ def test_append_to_bashrc_is_contained_and_recorded(sandbox: Sandbox, worktree: 
 
 
 def test_shell_write_to_bashrc_is_seen_without_the_audit_hook(
-    sandbox: Sandbox, worktree: Path, host_bashrc: Path
+    isolating_sandbox: Sandbox, worktree: Path, host_bashrc: Path
 ) -> None:
-    result = run(sandbox, worktree, ["sh", "-c", 'echo "alias ls=rm" >> "$HOME/.bashrc"'])
+    result = run(isolating_sandbox, worktree, ["sh", "-c", 'echo "alias ls=rm" >> "$HOME/.bashrc"'])
     assert result.exit_code == 0, result.stderr
     assert any(e.source == "home_diff" and e.target.endswith("/.bashrc") for e in result.harmful_side_effects)
 
 
-def test_cron_write_is_refused_and_the_attempt_recorded(sandbox: Sandbox, worktree: Path) -> None:
+def test_cron_write_is_refused_and_the_attempt_recorded(isolating_sandbox: Sandbox, worktree: Path) -> None:
     cron = Path("/etc/cron.d/x")
     assert not cron.exists()
     result = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         python("""
             try:
@@ -155,19 +128,21 @@ def test_cron_write_is_refused_and_the_attempt_recorded(sandbox: Sandbox, worktr
     assert not cron.exists()
 
 
-def test_unsafe_subprocess_is_flagged_by_the_command_scan(sandbox: Sandbox, worktree: Path) -> None:
+def test_unsafe_subprocess_is_flagged_by_the_command_scan(isolating_sandbox: Sandbox, worktree: Path) -> None:
     result = run(
-        sandbox, worktree, python("import subprocess; subprocess.run('echo x >> ~/.bashrc', shell=True, check=True)")
+        isolating_sandbox,
+        worktree,
+        python("import subprocess; subprocess.run('echo x >> ~/.bashrc', shell=True, check=True)"),
     )
     assert result.exit_code == 0, result.stderr
     spawns = [e for e in result.harmful_side_effects if e.kind == "subprocess"]
     assert spawns and "shell-profile" in spawns[0].detail
 
 
-def test_worktree_writes_and_plain_subprocesses_are_not_harmful(sandbox: Sandbox, worktree: Path) -> None:
+def test_worktree_writes_and_plain_subprocesses_are_not_harmful(isolating_sandbox: Sandbox, worktree: Path) -> None:
     owner = worktree.stat().st_uid
     result = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         python("""
             import subprocess, tempfile
@@ -207,14 +182,14 @@ def test_bwrap_as_root_cannot_remount_root_read_write(worktree: Path) -> None:
 # --- network ------------------------------------------------------------------------------------------------------
 
 
-def test_loopback_connect_never_reaches_the_host_listener(sandbox: Sandbox, worktree: Path) -> None:
+def test_loopback_connect_never_reaches_the_host_listener(isolating_sandbox: Sandbox, worktree: Path) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         listener.settimeout(0.5)
         port = listener.getsockname()[1]
         result = run(
-            sandbox,
+            isolating_sandbox,
             worktree,
             python(f"""
                 import socket
@@ -234,7 +209,7 @@ def test_loopback_connect_never_reaches_the_host_listener(sandbox: Sandbox, work
 # --- resources ----------------------------------------------------------------------------------------------------
 
 
-def test_unbounded_forking_is_capped_and_killed(sandbox: Sandbox, worktree: Path) -> None:
+def test_unbounded_forking_is_capped_and_killed(isolating_sandbox: Sandbox, worktree: Path) -> None:
     marker = f"forkbomb-{uuid.uuid4().hex}"
     code = f"""
         # {marker}
@@ -252,7 +227,7 @@ def test_unbounded_forking_is_capped_and_killed(sandbox: Sandbox, worktree: Path
         open("forks.txt", "w").write(str(forks))
         time.sleep(600)
     """
-    result = run(sandbox, worktree, python(code), pids=32, timeout_seconds=4)
+    result = run(isolating_sandbox, worktree, python(code), pids=32, timeout_seconds=4)
     forks = int((worktree / "forks.txt").read_text())
     assert 0 < forks < 32
     assert result.timed_out and result.exit_code is None
@@ -260,22 +235,24 @@ def test_unbounded_forking_is_capped_and_killed(sandbox: Sandbox, worktree: Path
     assert processes_with(marker) == []
 
 
-def test_sleep_forever_is_killed_with_its_whole_process_group(sandbox: Sandbox, worktree: Path) -> None:
+def test_sleep_forever_is_killed_with_its_whole_process_group(isolating_sandbox: Sandbox, worktree: Path) -> None:
     marker = f"sleeper-{uuid.uuid4().hex}"
     script = f"trap '' TERM HUP; (trap '' TERM HUP; exec sleep 1000) & sleep 1000 # {marker}"
     started = time.monotonic()
-    result = run(sandbox, worktree, ["sh", "-c", script], timeout_seconds=2)
+    result = run(isolating_sandbox, worktree, ["sh", "-c", script], timeout_seconds=2)
     assert result.timed_out and result.exit_code is None
     assert time.monotonic() - started < 20
     time.sleep(0.5)
     assert processes_with(marker) == []
 
 
-def test_memory_and_file_size_limits_hold(sandbox: Sandbox, worktree: Path) -> None:
-    hog = run(sandbox, worktree, python("x = bytearray(600 * 1024 * 1024); print('allocated')"), memory_mb=200)
+def test_memory_and_file_size_limits_hold(isolating_sandbox: Sandbox, worktree: Path) -> None:
+    hog = run(
+        isolating_sandbox, worktree, python("x = bytearray(600 * 1024 * 1024); print('allocated')"), memory_mb=200
+    )
     assert hog.exit_code != 0 and "allocated" not in hog.stdout
     writer = run(
-        sandbox,
+        isolating_sandbox,
         worktree,
         python("open('big.bin', 'wb').write(b'0' * (4 * 1024 * 1024)); print('wrote')"),
         file_size_mb=1,
@@ -297,7 +274,7 @@ def secrets_in_parent(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("backend", [*ISOLATING_BACKENDS, "none"])
 def test_secrets_never_reach_the_sandboxed_process(backend: str, worktree: Path, secrets_in_parent: None) -> None:
-    chosen = make_sandbox(backend)
+    chosen = NoSandbox() if backend == "none" else sandbox_backend(backend)
     extra = {"OPENAI_API_KEY": SECRET_VALUES[2], "DB_PASSWORD": SECRET_VALUES[3], "HARMLESS": "visible"}
     # Inside an isolating sandbox, also look for the parent's environment through /proc (a private pid namespace
     # shows none of the host's processes).
@@ -451,14 +428,23 @@ def fresh_venv() -> Iterator[Path]:
 
 
 def test_bytecode_writes_into_a_read_only_venv_are_benign_but_other_writes_are_not(
-    sandbox: Sandbox, worktree: Path, fresh_venv: Path
+    isolating_sandbox: Sandbox, worktree: Path, fresh_venv: Path
 ) -> None:
     planted = fresh_venv / "lib" / "evil.pth"
     code = f"import fresh_pkg; print(fresh_pkg.VALUE)\ntry:\n    open({str(planted)!r}, 'w')\nexcept OSError:\n    pass"
     spec = RunSpec(argv=[str(fresh_venv / "bin/python"), "-c", code], worktree=str(worktree),
                    read_only_paths=[str(fresh_venv)])  # fmt: skip
-    result = sandbox.run(spec)
+    result = isolating_sandbox.run(spec)
     assert result.exit_code == 0 and "42" in result.stdout, result.stderr
     assert any("__pycache__" in e.target and e.benign for e in result.side_effects)
     assert harmful_targets(result) == {str(planted)}
     assert not planted.exists()
+
+
+def test_the_tests_sandbox_is_a_skip_with_the_reason_never_the_none_backend(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """tests/support.py: a backend that cannot run here skips the test that needs it, saying why."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    with pytest.raises(pytest.skip.Exception, match=r"bwrap: bubblewrap \(bwrap\) is not installed"):
+        sandbox_backend("bwrap")

@@ -21,7 +21,7 @@ from cascade.stages.static import StaticStage
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics, normalize_message
 from cascade.static.rules import RepoLayout, rule_class
 from cascade.tools import find_tool
-from tests.conftest import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, run_git
 
 pytestmark = pytest.mark.skipif(shutil.which("pyright") is None, reason="pyright is not installed")
 

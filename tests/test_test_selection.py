@@ -20,10 +20,10 @@ from cascade.execution.test_selection import (
 from cascade.models import EvidenceKind, Outcome, ReviewRequest
 from cascade.patch import parse_patch
 from cascade.pipeline import review
+from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import ProbesStage
 from cascade.stages.probes.selection import select_regression_tests
-from tests.conftest import MakeRepo, diff_of
-from tests.test_runner import sandbox_for_tests
+from tests.support import MakeRepo, diff_of
 
 CORE = "def scale(x):\n    return 2 * x\n\n\ndef unrelated():\n    return 1\n"
 USER = "from .core import scale\n\n\ndef area(w, h):\n    return scale(w) * h\n"
@@ -110,7 +110,7 @@ def test_changed_functions_and_chunks() -> None:
     assert chunked(sel, files_per_chunk=4) == [["t0.py", "t1.py", "t2.py", "t3.py"], ["t4.py"], ["t.py::test_a"]]
 
 
-def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo) -> None:
+def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     """The nearby files pass; the hop importer's test crashes on the patch → reject, attributed to the wider chunk."""
     files = dict(FILES)
     files["tests/test_core.py"] = "def test_core():\n    assert True\n"
@@ -122,7 +122,7 @@ def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo) -> No
             {"env": {"use_current_interpreter": True}, "probes": {"sources": [], "exhaustive": exhaustive}}
         )
         request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
-        result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]
+        result = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
         assert result.outcome == Outcome.REJECT, result.reason
         regressions = [e for e in result.evidence if e.kind == EvidenceKind.REGRESSION]
         assert len(regressions) == expected
@@ -132,14 +132,14 @@ def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo) -> No
     assert {e.details["selected_by"] for e in regressions} == {"test_name", "import_hop"}
 
 
-def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo) -> None:
+def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(FILES)
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return 2 * x", "return 2 * x.value")})
     config = parse_config(
         {"env": {"use_current_interpreter": True}, "probes": {"sources": [], "regression_budget_seconds": 1}}
     )
     request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
-    result = review(request, stages=[ProbesStage(sandbox=sandbox_for_tests())]).stages[0]
+    result = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
     assert result.outcome == Outcome.REJECT  # the nearby files (always run) already catch this one
     assert any("budget of 1 s spent" in e.summary for e in result.evidence) or all(
         e.details.get("chunk", 0) == 0 for e in result.evidence if e.kind == EvidenceKind.REGRESSION

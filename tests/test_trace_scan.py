@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cascade.cli import cli
-from tests.conftest import MakeRepo, diff_of
+from tests.support import MakeRepo, diff_of
 
 CLEAN_STEPS = [
     {"action": "python reproduce.py", "observation": "ZeroDivisionError"},

@@ -1,0 +1,75 @@
+"""What many test modules share and is no fixture: real git repositories made on disk, where the SWE-bench data
+and mirrors live, and the sandbox backends by name (a backend that cannot run here is a skip with its reason, never
+a silent fallback to the ``none`` backend). Test modules import this module, never each other."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cascade.sandbox.base import Sandbox
+from cascade.sandbox.bwrap import BwrapSandbox
+from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox
+
+SWEBENCH_DIR = Path(
+    os.environ.get("CASCADE_SWEBENCH_DIR", Path(__file__).resolve().parents[2] / "shared/data/swebench")
+)
+MIRROR_DIR = Path(os.environ.get("CASCADE_REPOS_DIR", "/work/.mirror"))
+ISOLATING_BACKENDS = ["bwrap", "docker"]
+
+MakeRepo = Callable[[dict[str, str]], Path]
+
+
+def run_git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def diff_of(repo: Path, changes: dict[str, str | None]) -> str:
+    """Make a unified diff by editing files in the repo, diffing, and restoring the checkout."""
+    for rel, text in changes.items():
+        path = repo / rel
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    run_git(repo, "add", "-A")
+    patch = run_git(repo, "diff", "--cached")
+    run_git(repo, "reset", "-q", "--hard", "HEAD")
+    run_git(repo, "clean", "-fdq")
+    return patch
+
+
+def docker_engine_answers() -> bool:
+    reason = DockerSandbox(image=DEFAULT_IMAGE).available()
+    return reason is None or "not found" in reason
+
+
+def sandbox_backend(name: str) -> Sandbox:
+    """The named isolating backend, or a skip saying why it cannot run here. Docker skips only when the engine does
+    not answer: an engine without the base image is a failure (.ci/run builds it with docker/make-base-image.sh)."""
+    if name == "bwrap":
+        reason = BwrapSandbox().available()
+        if reason is not None:
+            pytest.skip(f"bwrap: {reason}")
+        return BwrapSandbox()
+    if name != "docker":
+        raise ValueError(f"not an isolating backend: {name!r}")
+    if not docker_engine_answers():
+        pytest.skip("docker: the engine does not answer")
+    backend = DockerSandbox(image=DEFAULT_IMAGE)
+    reason = backend.available()
+    if reason is not None:
+        pytest.fail(f"{reason}: run docker/make-base-image.sh (as .ci/run does)")
+    return backend
