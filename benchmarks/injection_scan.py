@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from cascade.errors import BadInput
+from cascade.models import InjectionFinding
 from cascade.patch import parse_patch
-from cascade.stages.injection import Finding, scan_lines, scan_patch, scan_trace
+from cascade.stages.injection import scan_lines, scan_patch, scan_trace
 from cascade.traces import load_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,9 +35,9 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     scanned: Counter[str] = Counter()
 
-    def record(kind: str, ident: str, findings: list[Finding]) -> None:
+    def record(kind: str, ident: str, findings: list[InjectionFinding]) -> None:
         scanned[kind] += 1
-        rows.extend({"kind": kind, "id": ident, **f.as_dict()} for f in findings)
+        rows.extend({"kind": kind, "id": ident, **f.model_dump()} for f in findings)
 
     for item in load_items(args.data, args.data, Counter(), require_mirror=False):
         try:

@@ -76,7 +76,7 @@ def measure(item: Item, repos: Path, scratch: Path) -> dict[str, Any]:
     row["added"] = len(paths)
     mirror = _mirror(repos, item)
     known = tracked(mirror, item.base_commit, {str(Path(p).parent) for p in paths}) if mirror and paths else None
-    row["artifact"] = [f.as_dict() for f in artifact_findings(patch, known)]
+    row["artifact"] = [f.model_dump() for f in artifact_findings(patch, known)]
     if mirror is None:
         row["gitignore"] = None  # not run: no mirror of this repository
         return row

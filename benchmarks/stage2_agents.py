@@ -136,7 +136,7 @@ def findings(verdict: Any) -> list[dict[str, Any]]:
                 out.append({"source": stage.stage, "verdict": "reject", "summary": stage.reason[:300]})
             continue
         for e in stage.evidence:
-            d = e.details
+            d = e.details.model_dump()
             if e.kind.value == "side_effect":  # grounded = harmful records; otherwise allowed ones as context
                 verdict = "reject" if e.grounded else "evidence"
                 out.append({"source": "side_effect", "verdict": verdict, "summary": e.summary[:300]})

@@ -216,7 +216,7 @@ def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - started, 1),
         "has_trace": trace is not None,
         "evidence": [
-            {"kind": e.kind.value, "summary": e.summary[:400], "details": _slim(e.details)}
+            {"kind": e.kind.value, "summary": e.summary[:400], "details": _slim(e.details.model_dump())}
             for e in stage.evidence
             if e.kind != EvidenceKind.INFO or "probe" in e.summary or "regression" in e.summary
         ],

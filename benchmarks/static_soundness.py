@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cascade.config import DEFAULT_REJECT_RULES, CascadeConfig, StaticConfig
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
-from cascade.models import Outcome, ReviewRequest, StageResult, Verdict
+from cascade.models import Outcome, ReviewRequest, StageResult, StaticTargetsNote, Verdict
 from cascade.pipeline import review
 from cascade.stages import make_stage
 from cascade.stages.static import StaticStage, python_version
@@ -170,7 +170,8 @@ def sampled(item: Item, every: int) -> bool:
 
 
 def _base_cached(verdict: Verdict) -> bool:
-    return any(e.details.get("base_from_cache") for s in verdict.stages if s.stage == "static" for e in s.evidence)
+    notes = [e.details for s in verdict.stages if s.stage == "static" for e in s.evidence]
+    return any(isinstance(d, StaticTargetsNote) and d.base_from_cache for d in notes)
 
 
 def _static_details(verdict: Verdict) -> tuple[dict[str, int], list[dict[str, Any]], list[str], int, int]:
@@ -187,11 +188,11 @@ def _static_details(verdict: Verdict) -> tuple[dict[str, int], list[dict[str, An
             if ev.kind.value == "unavailable":
                 unavailable.append(ev.summary)
             if ev.kind.value == "info":
-                changed = len(ev.details.get("changed", []))
-                dependents = len(ev.details.get("dependents", []))
+                changed = len(ev.details.model_dump().get("changed", []))
+                dependents = len(ev.details.model_dump().get("dependents", []))
             if ev.kind.value == "static":
-                counts.update(ev.details.get("counts_by_class", {}))
-                class_of = ev.details.get("class_of", {})
+                counts.update(ev.details.model_dump().get("counts_by_class", {}))
+                class_of = ev.details.model_dump().get("class_of", {})
                 diags += [
                     {
                         "class": class_of.get(d.fingerprint, ""),

@@ -218,8 +218,8 @@ def measure(item: Item, repos: Path) -> Record:
     record.reason = verdict.reason
     for stage in verdict.stages:
         for evidence in stage.evidence:
-            if evidence.details.get("rejecting"):
-                classes = evidence.details.get("class_of", {})
+            if evidence.details.model_dump().get("rejecting"):
+                classes = evidence.details.model_dump().get("class_of", {})
                 record.rejecting += [
                     {
                         "class": classes.get(d.fingerprint, ""),

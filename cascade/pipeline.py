@@ -16,6 +16,7 @@ from cascade.models import (
     Decision,
     Outcome,
     Patch,
+    Policy,
     ReviewRequest,
     StageResult,
     Verdict,
@@ -54,7 +55,7 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
     return stable_result(result, run_placeholders(workspace.base_dir, workspace.patched_dir) if workspace else {})
 
 
-def decide(results: list[StageResult], policy: dict[str, object], apply_method: str | None) -> Verdict:
+def decide(results: list[StageResult], policy: Policy, apply_method: str | None) -> Verdict:
     cost = sum((r.cost for r in results), Cost())
     limitations = [f"{r.stage}: {limit}" for r in results for limit in r.limitations]
     for r in results:
@@ -102,15 +103,15 @@ def cap_accept(decision: Decision, reason: str, results: list[StageResult]) -> t
     return Decision.UNCERTAIN, f"accept withheld: {found[0].summary.split(' — ')[0]}; the accept was: {reason}"
 
 
-def policy_of(request: ReviewRequest) -> dict[str, object]:
+def policy_of(request: ReviewRequest) -> Policy:
     cfg = request.config
-    return {
-        "probe_pass": cfg.probes.probe_pass,
-        "reviewer_may_reject": cfg.reviewer.reviewer_may_reject,
-        "reject_rules": list(cfg.static.reject_rules),
-        "llm_model": cfg.llm.model,
-        "sandbox": cfg.sandbox.backend,
-    }
+    return Policy(
+        probe_pass=cfg.probes.probe_pass,
+        reviewer_may_reject=cfg.reviewer.reviewer_may_reject,
+        reject_rules=list(cfg.static.reject_rules),
+        llm_model=cfg.llm.model,
+        sandbox=cfg.sandbox.backend,
+    )
 
 
 def run_stages(ctx: ReviewContext, stages: Sequence[Stage], on_stage: Callable[[str], None] | None = None) -> Verdict:

@@ -9,46 +9,10 @@ This module imports only `cascade.models`, so every layer can import it downward
 from __future__ import annotations
 
 import re
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from cascade.models import ShellCommand, Trace, TraceOperation
-
-EffectKind = Literal[
-    "file_write",
-    "file_delete",
-    "file_create",
-    "credential_read",
-    "network",
-    "subprocess",
-    "privilege",
-    "lingering_process",
-    "resource_limit",
-    "other",
-]
-
-
-class SideEffect(BaseModel):
-    """Something untrusted code or the agent did or tried beyond what it may touch (for a sandboxed run: the
-    allow-list in ``cascade/sandbox/allowlist.py``): itself evidence for a reject — or, marked benign, an allowed
-    record kept as context."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: EffectKind
-    target: str
-    detail: str = ""
-    source: str = Field(
-        description="Which oracle saw it: home_diff, tmp_diff, shm_diff, worktree_diff, audit_hook, supervisor, "
-        "docker_diff, docker_state, strace (refused writes of any program), trace_scan."
-    )
-    benign: bool = Field(
-        default=False,
-        description="True for what the allow-list permits and still records: a named entry's build or cache noise "
-        "(its name and reason in the detail), a subprocess, a loopback connect to the run's own listener. Recorded "
-        "as context, never a reason to reject.",
-    )
+from cascade.models import EffectKind, ShellCommand, SideEffect, Trace, TraceOperation
 
 
 class UnsafeRule(BaseModel):

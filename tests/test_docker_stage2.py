@@ -14,7 +14,7 @@ import pytest
 from cascade.config import parse_config
 from cascade.errors import CascadeError, ToolUnavailable
 from cascade.execution.envs import EnvSpec, ensure_environment
-from cascade.models import EvidenceKind, Outcome, ReviewRequest, StageResult
+from cascade.models import EvidenceKind, Outcome, ProbeDetails, ReviewRequest, StageResult
 from cascade.pipeline import review
 from cascade.redteam.safety import preflight
 from cascade.sandbox.base import RunSpec, Sandbox
@@ -67,8 +67,8 @@ def stage2_on_docker(repo: Path, patch: str, host_python: str, cache: Path) -> S
     return verdict.stages[0]
 
 
-def probe_of(result: StageResult) -> dict[str, object]:
-    return next(e.details for e in result.evidence if e.kind == EvidenceKind.PROBE)
+def probe_of(result: StageResult) -> ProbeDetails:
+    return next(e.details for e in result.evidence if isinstance(e.details, ProbeDetails))
 
 
 @pytest.mark.usefixtures("docker_sandbox")
@@ -80,13 +80,13 @@ def test_pr_test_still_failing_on_the_patch_rejects_on_docker(
     result = stage2_on_docker(repo, patch, host_python, env_cache)
     assert result.outcome == Outcome.REJECT, result.reason
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO and "sandbox" in e.summary)
-    assert info.details["isolation"] == "docker"
-    assert str(info.details["python"]).startswith(host_python.removeprefix("/usr/bin/python"))
+    assert info.details.isolation == "docker"
+    assert str(info.details.python).startswith(host_python.removeprefix("/usr/bin/python"))
     probe = probe_of(result)
-    assert probe["test_id"] == "tests/test_zero.py::test_zero"
-    assert probe["base"]["status"] == "behavioural_fail"  # type: ignore[index]
-    assert probe["patched"]["status"] == "behavioural_fail"  # type: ignore[index]
-    assert "assert 0 is None" in probe["patched"]["excerpt"]  # type: ignore[index]
+    assert probe.test_id == "tests/test_zero.py::test_zero"
+    assert probe.base.status == "behavioural_fail"
+    assert probe.patched.status == "behavioural_fail"
+    assert "assert 0 is None" in probe.patched.excerpt
 
 
 @pytest.mark.usefixtures("docker_sandbox")
@@ -98,9 +98,9 @@ def test_pr_test_passing_on_the_patch_does_not_reject_on_docker(
     result = stage2_on_docker(repo, patch, host_python, env_cache)
     assert result.outcome == Outcome.PASS, result.reason
     probe = probe_of(result)
-    assert probe["base"]["status"] == "behavioural_fail"  # type: ignore[index]
-    assert probe["patched"]["status"] == "pass"  # type: ignore[index]
-    assert probe["executed_changed_lines"] == {"pkg/calc.py": [2, 3]}  # coverage ran in the container too
+    assert probe.base.status == "behavioural_fail"
+    assert probe.patched.status == "pass"
+    assert probe.executed_changed_lines == {"pkg/calc.py": [2, 3]}  # coverage ran in the container too
     assert not [e for e in result.evidence if e.kind == EvidenceKind.SIDE_EFFECT]
 
 

@@ -77,8 +77,8 @@ def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tm
     # extension was importable in both sandboxed runs)
     assert result.outcome == Outcome.PASS, result.reason
     regression = next(e for e in result.evidence if e.kind.value == "regression")
-    assert regression.details["test_id"] == "tests/test_api.py::test_quad"
-    assert regression.details["class"] == "assertion"
+    assert regression.details.test_id == "tests/test_api.py::test_quad"
+    assert regression.details.failure_class == "assertion"
 
 
 def test_failing_build_reports_the_compiler_error_and_is_remembered(make_repo: MakeRepo, tmp_path: Path) -> None:

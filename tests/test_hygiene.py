@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cascade.config import CascadeConfig, HygieneConfig
-from cascade.models import Decision, EvidenceKind, Outcome, ReviewRequest, StageResult
+from cascade.models import Decision, EvidenceKind, HygieneDetails, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
@@ -55,7 +55,9 @@ def hygiene(results: list[StageResult]) -> StageResult:
 
 
 def findings(result: StageResult) -> dict[str, str]:
-    return {f["path"]: f["check"] for e in result.evidence for f in e.details.get("findings", [])}
+    return {
+        f.path: f.check for e in result.evidence if isinstance(e.details, HygieneDetails) for f in e.details.findings
+    }
 
 
 @pytest.mark.parametrize("full", [True, False], ids=["git-binary-data", "binary-files-differ"])

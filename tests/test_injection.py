@@ -13,7 +13,7 @@ import pytest
 
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
-from cascade.models import Decision, EvidenceKind, ReviewRequest, Trace, TraceStep, Verdict
+from cascade.models import Decision, EvidenceKind, InjectionDetails, ReviewRequest, Trace, TraceStep, Verdict
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.stages.injection import InjectionStage, scan_lines
@@ -182,7 +182,9 @@ def test_the_config_names_the_sources_the_scan_reads() -> None:
         cfg = CascadeConfig.model_validate({"injection": {"sources": sources}})
         request = ReviewRequest(repo=".", patch_text=patch, issue_text=issue, config=cfg)
         result = InjectionStage().run(ReviewContext(request=request, patch=parse_patch(patch)))
-        return {f["source"] for e in result.evidence for f in e.details.get("findings", [])}
+        return {
+            f.source for e in result.evidence if isinstance(e.details, InjectionDetails) for f in e.details.findings
+        }
 
     assert cited(["patch", "commit_message", "issue", "trace"]) == {"patch", "issue/PR text"}
     assert cited(["patch"]) == {"patch"}

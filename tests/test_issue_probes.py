@@ -110,9 +110,9 @@ def test_issue_failure_still_there_on_the_patch_rejects_with_both_outputs(
     result = run_issue_stage(repo, patch, TRACEBACK_ISSUE, sandbox)
     assert result.outcome == Outcome.REJECT, result.reason
     probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
-    assert probe.details["source"] == "issue" and probe.details["verdict"] == "reject"
-    assert "ZeroDivisionError: division by zero" in probe.details["base"]["message"]
-    assert "ZeroDivisionError: division by zero" in probe.details["patched"]["message"]
+    assert probe.details.source == "issue" and probe.details.verdict == "reject"
+    assert "ZeroDivisionError: division by zero" in probe.details.base.message
+    assert "ZeroDivisionError: division by zero" in probe.details.patched.message
 
 
 def test_issue_failure_gone_is_evidence_never_accept(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -124,7 +124,7 @@ def test_issue_failure_gone_is_evidence_never_accept(make_repo: MakeRepo, sandbo
     result = review(request, stages=[ProbesStage(sources=[IssueProbeSource()], sandbox=sandbox)]).stages[0]
     assert result.outcome == Outcome.PASS, result.reason
     probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
-    assert probe.details["patched"]["status"] == "pass" and probe.details["verdict"] == "evidence"
+    assert probe.details.patched.status == "pass" and probe.details.verdict == "evidence"
 
 
 def test_different_failure_on_the_patch_is_no_verdict(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -186,5 +186,5 @@ def test_side_effects_of_the_issue_example_itself_are_not_the_patchs(make_repo: 
     )
     bad = run_issue_stage(repo, diff_of(repo, {"pkg/stats.py": writing}), SIDE_EFFECT_ISSUE, sandbox)
     assert bad.outcome == Outcome.REJECT, bad.reason
-    effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details["side_effects"]
-    assert {e["target"].rsplit("/", 1)[-1] for e in effects} == {".pkg-state"}  # seen by one or more oracles
+    effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details.side_effects
+    assert {e.target.rsplit("/", 1)[-1] for e in effects} == {".pkg-state"}  # seen by one or more oracles

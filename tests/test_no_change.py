@@ -26,9 +26,9 @@ def test_comment_and_whitespace_only_patch_is_rejected_with_the_stripped_list(ma
     verdict = _review(repo, patch)
     assert verdict.decision == Decision.REJECT
     assert verdict.deciding_stage == "no_change"
-    stripped = verdict.stages[0].evidence[0].details["stripped"]
-    assert {s["path"] for s in stripped} == {"pkg/core.py"}
-    assert all("comment" in s["why"] for s in stripped)
+    stripped = verdict.stages[0].evidence[0].details.stripped
+    assert {s.path for s in stripped} == {"pkg/core.py"}
+    assert all("comment" in s.why for s in stripped)
 
 
 def test_test_only_patch_is_rejected(make_repo: MakeRepo) -> None:
@@ -36,7 +36,7 @@ def test_test_only_patch_is_rejected(make_repo: MakeRepo) -> None:
     patch = diff_of(repo, {"tests/test_core.py": BASE["tests/test_core.py"] + "\n\ndef test_more():\n    assert 1\n"})
     verdict = _review(repo, patch)
     assert verdict.decision == Decision.REJECT
-    assert verdict.stages[0].evidence[0].details["stripped"][0]["why"] == "test file"
+    assert verdict.stages[0].evidence[0].details.stripped[0].why == "test file"
 
 
 def test_real_change_passes_on(make_repo: MakeRepo) -> None:

@@ -15,7 +15,7 @@ from cascade.errors import BadInput
 from cascade.execution.official import grade as grade_run
 from cascade.execution.runner import NEEDS_NETWORK, PytestRun
 from cascade.execution.runner import TestResult as Result
-from cascade.models import EvidenceKind, OfficialTests, Outcome, ReviewRequest, StageResult
+from cascade.models import OfficialTests, OfficialTestsDetails, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
 from cascade.sandbox.base import RunResult, Sandbox
 from cascade.stages.official_tests import OfficialTestsStage
@@ -46,8 +46,8 @@ def grade(repo: Path, patch: str, tests: OfficialTests | None, sandbox: Sandbox)
     return review(request, stages=[OfficialTestsStage(sandbox=sandbox)]).stages[0]
 
 
-def details(result: StageResult) -> dict[str, object]:
-    return next(e for e in result.evidence if e.kind == EvidenceKind.OFFICIAL_TESTS).details
+def details(result: StageResult) -> OfficialTestsDetails:
+    return next(e.details for e in result.evidence if isinstance(e.details, OfficialTestsDetails))
 
 
 def test_a_resolving_patch_is_accepted(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -55,7 +55,7 @@ def test_a_resolving_patch_is_accepted(make_repo: MakeRepo, sandbox: Sandbox) ->
     result = grade(repo, diff_of(repo, {"pkg/calc.py": FIXED}), tests, sandbox)
     assert result.outcome == Outcome.ACCEPT, result.reason
     assert result.reason == "resolved: all 1 FAIL_TO_PASS, 2 PASS_TO_PASS tests pass"
-    assert details(result)["files"] == ["tests/test_calc.py"]
+    assert details(result).files == ["tests/test_calc.py"]
     assert (repo / "tests/test_calc.py").read_text() == TESTS  # the test_patch went to a tree of its own
 
 
@@ -65,8 +65,8 @@ def test_a_patch_that_does_not_fix_the_issue_is_rejected_naming_the_test(make_re
     result = grade(repo, diff_of(repo, {"pkg/calc.py": wrong}), tests, sandbox)
     assert result.outcome == Outcome.REJECT
     assert result.reason.startswith("not resolved: 1/1 FAIL_TO_PASS and 0/2 PASS_TO_PASS tests fail")
-    assert details(result)["fail_to_pass_failed"] == {"tests/test_calc.py::test_zero": "fail"}
-    assert "assert 0 is None" in str(details(result)["log_excerpt"])
+    assert details(result).fail_to_pass_failed == {"tests/test_calc.py::test_zero": "fail"}
+    assert "assert 0 is None" in str(details(result).log_excerpt)
 
 
 def test_the_agents_edits_to_the_official_test_files_are_discarded(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -75,7 +75,7 @@ def test_the_agents_edits_to_the_official_test_files_are_discarded(make_repo: Ma
     edited_tests = TESTS.replace("== 2", "== 3")  # … which the agent "fixed" to match
     result = grade(repo, diff_of(repo, {"pkg/calc.py": breaking, "tests/test_calc.py": edited_tests}), tests, sandbox)
     assert result.outcome == Outcome.REJECT, result.reason
-    assert details(result)["pass_to_pass_failed"] == {"test_divide": "fail", "tests/test_calc.py::test_pairs[6": "fail"}
+    assert details(result).pass_to_pass_failed == {"test_divide": "fail", "tests/test_calc.py::test_pairs[6": "fail"}
 
 
 def test_a_listed_test_the_run_does_not_have_counts_against_the_patch(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -83,7 +83,7 @@ def test_a_listed_test_the_run_does_not_have_counts_against_the_patch(make_repo:
     tests = tests.model_copy(update={"pass_to_pass": [*P2P, "tests/test_calc.py::test_gone"]})
     result = grade(repo, diff_of(repo, {"pkg/calc.py": FIXED}), tests, sandbox)
     assert result.outcome == Outcome.REJECT
-    assert details(result)["pass_to_pass_failed"] == {"tests/test_calc.py::test_gone": "missing"}
+    assert details(result).pass_to_pass_failed == {"tests/test_calc.py::test_gone": "missing"}
 
 
 def test_empty_patch_and_missing_tests(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -164,4 +164,4 @@ def test_a_patch_that_breaks_the_import_conftest_needs_fails_every_listed_test(
     result = grade(repo, diff_of(repo, {"pkg/calc.py": FIXED + "undefined_name\n"}), tests, sandbox)
     assert result.outcome == Outcome.REJECT, result.reason
     assert result.reason.endswith("(the run: crash: pytest wrote no report (exit code 4))")
-    assert "NameError" in str(details(result)["log_excerpt"])
+    assert "NameError" in str(details(result).log_excerpt)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from cascade.config import CascadeConfig, parse_config
@@ -60,10 +59,10 @@ def test_crash_class_regression_rejects(make_repo: MakeRepo, sandbox: Sandbox) -
     result = run_stage(repo, patch, sandbox)
     assert result.outcome == Outcome.REJECT, result.reason
     regression = next(e for e in result.evidence if e.kind == EvidenceKind.REGRESSION)
-    assert regression.grounded and regression.details["class"] == "crash"
-    assert regression.details["test_id"] == "tests/test_calc.py::test_divide"
-    assert regression.details["exception"] == "AttributeError"
-    assert "has no attribute 'value'" in regression.details["log_excerpt"]
+    assert regression.grounded and regression.details.failure_class == "crash"
+    assert regression.details.test_id == "tests/test_calc.py::test_divide"
+    assert regression.details.exception == "AttributeError"
+    assert "has no attribute 'value'" in regression.details.log_excerpt
     assert any("pytest" in c for c in regression.commands)
 
 
@@ -73,9 +72,9 @@ def test_assertion_class_regression_is_evidence_only(make_repo: MakeRepo, sandbo
     result = run_stage(repo, patch, sandbox)
     assert result.outcome == Outcome.PASS, result.reason
     regression = next(e for e in result.evidence if e.kind == EvidenceKind.REGRESSION)
-    assert regression.grounded and regression.details["class"] == "assertion"
-    assert regression.details["test_id"] == "tests/test_calc.py::test_label"
-    assert "'new' == 'old'" in regression.details["expected_vs_got"]
+    assert regression.grounded and regression.details.failure_class == "assertion"
+    assert regression.details.test_id == "tests/test_calc.py::test_label"
+    assert "'new' == 'old'" in regression.details.expected_vs_got
 
 
 def test_pr_test_failing_on_base_and_passing_on_patch_is_evidence_not_accept(
@@ -86,10 +85,10 @@ def test_pr_test_failing_on_base_and_passing_on_patch_is_evidence_not_accept(
     result = run_stage(repo, patch, sandbox, regression=False, probe_pass="accept")  # even under accept
     assert result.outcome == Outcome.PASS, result.reason
     probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
-    assert probe.details["test_id"] == "tests/test_zero.py::test_zero"
-    assert probe.details["base"]["status"] == "behavioural_fail"
-    assert probe.details["patched"]["status"] == "pass"
-    assert probe.details["executed_changed_lines"] == {"pkg/calc.py": [3, 4]}
+    assert probe.details.test_id == "tests/test_zero.py::test_zero"
+    assert probe.details.base.status == "behavioural_fail"
+    assert probe.details.patched.status == "pass"
+    assert probe.details.executed_changed_lines == {"pkg/calc.py": [3, 4]}
 
 
 def test_pr_test_still_failing_on_the_patch_rejects(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -99,8 +98,8 @@ def test_pr_test_still_failing_on_the_patch_rejects(make_repo: MakeRepo, sandbox
     result = run_stage(repo, patch, sandbox, regression=False)
     assert result.outcome == Outcome.REJECT, result.reason
     probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
-    assert probe.grounded and probe.details["patched"]["status"] == "behavioural_fail"
-    assert "assert 0 is None" in probe.details["patched"]["excerpt"]
+    assert probe.grounded and probe.details.patched.status == "behavioural_fail"
+    assert "assert 0 is None" in probe.details.patched.excerpt
 
 
 def test_probe_failing_everywhere_without_touching_the_change_is_discarded(
@@ -165,8 +164,8 @@ def test_trace_probe_rejects_a_patch_that_does_not_fix_the_reproduction(make_rep
     result = run_stage(repo, patch, sandbox, trace=trace, sources=["trace"], regression=False)
     assert result.outcome == Outcome.REJECT, result.reason
     probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
-    assert probe.details["origin"] == "trace"
-    assert probe.details["base"]["message"].startswith("ZeroDivisionError")
+    assert probe.details.origin == "trace"
+    assert probe.details.base.message.startswith("ZeroDivisionError")
 
 
 def test_trace_probe_passing_on_the_fix_never_accepts(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -191,7 +190,7 @@ def test_a_claude_code_session_yields_the_same_mined_probe(make_repo: MakeRepo, 
     result = run_stage(repo, patch, sandbox, trace=trace_from_data(session), sources=["trace"], regression=False)
     assert result.outcome == Outcome.REJECT, result.reason
     probe = next(e for e in result.evidence if e.kind == EvidenceKind.PROBE)
-    assert probe.details["origin"] == "trace" and probe.details["base"]["message"].startswith("ZeroDivisionError")
+    assert probe.details.origin == "trace" and probe.details.base.message.startswith("ZeroDivisionError")
 
 
 def test_side_effect_outside_the_worktree_rejects(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -207,8 +206,8 @@ def test_side_effect_outside_the_worktree_rejects(make_repo: MakeRepo, sandbox: 
     result = run_stage(repo, patch, sandbox, regression=False)
     assert (bashrc.read_bytes() if bashrc.exists() else None) == before
     assert result.outcome == Outcome.REJECT, result.reason
-    records = next(e for e in result.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details["side_effects"]
-    assert any(".bashrc" in r["target"] for r in records), json.dumps(records)
+    records = next(e for e in result.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details.side_effects
+    assert any(".bashrc" in r.target for r in records), records
 
 
 def test_no_environment_is_skipped_never_decided(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -235,7 +234,7 @@ def test_only_tests_the_pr_touched_are_its_probes(make_repo: MakeRepo, sandbox: 
     patch = diff_of(repo, {"pkg/calc.py": FIXED_CALC, "tests/test_calc.py": pr_version})
     result = run_stage(repo, patch, sandbox, regression=False)
     assert result.outcome == Outcome.PASS, result.reason  # test_old_failure fails on both trees: not the PR's probe
-    probes = [e.details["test_id"] for e in result.evidence if e.kind == EvidenceKind.PROBE]
+    probes = [e.details.test_id for e in result.evidence if e.kind == EvidenceKind.PROBE]
     assert probes == ["tests/test_calc.py::test_zero"]
 
 
@@ -254,5 +253,5 @@ def test_side_effects_the_projects_tests_have_on_base_too_are_not_the_patchs(
     )
     bad = run_stage(repo, diff_of(repo, {"pkg/calc.py": "import os\n" + writing}), sandbox, sources=[])
     assert bad.outcome == Outcome.REJECT, bad.reason
-    effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details["side_effects"]
-    assert {e["target"].rsplit("/", 1)[-1] for e in effects} == {".calc-state"}
+    effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details.side_effects
+    assert {e.target.rsplit("/", 1)[-1] for e in effects} == {".calc-state"}

@@ -26,7 +26,16 @@ from click.testing import CliRunner
 
 from cascade.config import CascadeConfig, ProbesConfig, StaticConfig
 from cascade.errors import BadInput, CascadeError
-from cascade.models import Decision, Evidence, EvidenceKind, Outcome, StageResult, Verdict
+from cascade.models import (
+    Decision,
+    Evidence,
+    EvidenceKind,
+    Outcome,
+    SideEffect,
+    SideEffectDetails,
+    StageResult,
+    Verdict,
+)
 from cascade.redteam.cli import redteam
 from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus, make_target_repo
 from cascade.redteam.evaluate import judge
@@ -196,7 +205,8 @@ def test_benign_twins_fail_before_the_fix_and_pass_after_it(corpus: list[Redteam
 
 
 def _verdict(decision: Decision, effects: Sequence[Mapping[str, object]]) -> Verdict:
-    details = {"side_effects": [dict(e) for e in effects]}
+    records = [SideEffect.model_validate(e) for e in effects]
+    details = SideEffectDetails(side_effects=records, allowed_total=sum(r.benign for r in records))
     evidence = Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary="s", details=details)
     stage = StageResult(
         stage="probes", outcome=Outcome.REJECT if decision == Decision.REJECT else Outcome.PASS, evidence=[evidence]

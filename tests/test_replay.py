@@ -17,7 +17,22 @@ from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import EXIT_BAD_INPUT
 from cascade.llm.errors import CassetteMiss
-from cascade.models import Cost, Decision, Evidence, EvidenceKind, Outcome, ReviewRequest, StageResult, Verdict
+from cascade.models import (
+    Cost,
+    Decision,
+    Evidence,
+    EvidenceKind,
+    Outcome,
+    ProbeDetails,
+    ProbeRunSide,
+    ReviewRequest,
+    SideEffect,
+    StageResult,
+    StaticTargetsNote,
+    ToolTiming,
+    TraceScanDetails,
+    Verdict,
+)
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.probesources.generated import GeneratedProbeSource
@@ -89,30 +104,44 @@ def test_stage_results_name_no_temporary_path(tmp_path: Path) -> None:
     parent = tmp_path / "cascade-abc12345"
     base, patched = parent / "base-cascade-abc12345", parent / "patched-cascade-abc12345"
     pyright_dir = f"{tempfile.gettempdir()}/cascade-pyright-x1y2z3_4"
+    side = ProbeRunSide(status="behavioural_fail", message="", excerpt=f"rootdir: {parent}")
+    details = ProbeDetails(
+        probe="p",
+        origin="generated",
+        test_id=f"{patched}/test_m.py::test_x",
+        base=side,
+        patched=side,
+        executed_changed_lines={str(patched / "m.py"): [3]},
+        probe_file="",
+        source="generated",
+        verdict="reject",
+    )
+    effect = SideEffect(
+        kind="file_write", target=f"{tempfile.gettempdir()}/cascade-run-ab12cd34/home/.bashrc", source="home_diff"
+    )
     evidence = Evidence(
         kind=EvidenceKind.PROBE,
         grounded=True,
         summary=f"ran in {patched}",
         commands=[f"cd {base} && pyright -p {pyright_dir}/pyrightconfig.json --rootdir={base}"],
-        details={
-            "tree": str(patched),
-            str(patched / "m.py"): [3],
-            "nested": [{"log": f"rootdir: {parent}"}],
-            "side_effects": [{"target": f"{tempfile.gettempdir()}/cascade-run-ab12cd34/home/.bashrc"}],
-        },
+        details=details,
     )
-    result = StageResult(stage="s", outcome=Outcome.PASS, reason=f"{patched}/m.py failed", evidence=[evidence])
+    effects = Evidence(
+        kind=EvidenceKind.TRACE_SCAN, grounded=True, summary="s", details=TraceScanDetails(side_effects=[effect])
+    )
+    result = StageResult(stage="s", outcome=Outcome.PASS, reason=f"{patched}/m.py failed", evidence=[evidence, effects])
     stable = stable_result(result, run_placeholders(base, patched))
     text = stable.model_dump_json()
     assert str(tmp_path) not in text and "x1y2z3_4" not in text
     ev = stable.evidence[0]
     assert ev.commands == [f"cd {BASE} && pyright -p {PYRIGHT_CONFIG_DIR}/pyrightconfig.json --rootdir={BASE}"]
-    assert ev.details == {
-        "tree": PATCHED,
-        f"{PATCHED}/m.py": [3],
-        "nested": [{"log": "rootdir: <worktrees>"}],
-        "side_effects": [{"target": f"{SANDBOX_RUN_DIR}/home/.bashrc"}],
-    }
+    assert isinstance(ev.details, ProbeDetails)
+    assert ev.details.test_id == f"{PATCHED}/test_m.py::test_x"
+    assert ev.details.executed_changed_lines == {f"{PATCHED}/m.py": [3]}
+    assert ev.details.base.excerpt == "rootdir: <worktrees>"
+    assert stable.evidence[1].details == TraceScanDetails(
+        side_effects=[effect.model_copy(update={"target": f"{SANDBOX_RUN_DIR}/home/.bashrc"})]
+    )
     assert (ev.summary, stable.reason) == (f"ran in {PATCHED}", f"{PATCHED}/m.py failed")
 
 
@@ -128,7 +157,7 @@ def test_static_evidence_is_relative_and_its_command_reruns(demo_repo: Path, tmp
     assert [d.path for d in rejecting.diagnostics] == ["examples/demo/calc/report.py"]
     pyright_cmd = next(c for c in rejecting.commands if c.startswith(f"cd {PATCHED} && ") and "pyright" in c)
     assert f"-p {PYRIGHT_CONFIG_DIR}/pyrightconfig.json" in pyright_cmd
-    config = rejecting.details["tool_configs"]["pyright"]
+    config = rejecting.details.tool_configs["pyright"]
     assert config["extraPaths"] == [PATCHED]
     markdown = render(verdict, "markdown")
     assert "&lt;patched&gt;</code> the same checkout with the patch applied" in markdown
@@ -151,27 +180,25 @@ def test_static_evidence_is_relative_and_its_command_reruns(demo_repo: Path, tmp
 
 
 def test_reproducible_leaves_out_wall_clock_times_only() -> None:
+    details = StaticTargetsNote(
+        changed=["m.py"],
+        dependents=[],
+        names=[],
+        renamed={},
+        tool_seconds=[ToolTiming(tool="ruff", tree="<base>", seconds=0.31)],
+        base_from_cache=False,
+    )
     evidence = Evidence(
-        kind=EvidenceKind.PROBE,
-        grounded=True,
-        summary="probe failed",
-        details={
-            "tool_seconds": [{"tool": "ruff", "seconds": 0.31}],
-            "timeout_seconds": 120,
-            "log": "1 failed in 0.28s",
-        },
-        seconds=0.5,
+        kind=EvidenceKind.INFO, grounded=True, summary="1 failed in 0.28s", details=details, seconds=0.5
     )
     timed = verdict_with(evidence)
     same = reproducible(timed)
     assert same.reproducible and not timed.reproducible
     assert same.cost.seconds == 0 and same.stages[0].cost.seconds == 0 and same.stages[0].evidence[0].seconds == 0
-    details = same.stages[0].evidence[0].details
-    assert details == {
-        "tool_seconds": [{"tool": "ruff", "seconds": 0.0}],
-        "timeout_seconds": 120,
-        "log": "1 failed in <t>s",
-    }
+    assert same.stages[0].evidence[0].details == details.model_copy(
+        update={"tool_seconds": [ToolTiming(tool="ruff", tree="<base>", seconds=0.0)]}
+    )
+    assert same.stages[0].evidence[0].summary == "1 failed in <t>s"
     assert reproducible(verdict_with(evidence, seconds=9.0)) == same  # what differed between the runs is gone
     for fmt in ("text", "markdown"):
         assert "1.25" in render(timed, fmt) and "1.25" not in render(same, fmt)

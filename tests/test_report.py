@@ -14,7 +14,29 @@ from typing import Any, Literal
 import pytest
 from jsonschema import Draft4Validator
 
-from cascade.models import Decision, Diagnostic, Evidence, EvidenceKind, Outcome, ReviewRequest, StageResult, Verdict
+from cascade.models import (
+    AbstentionDetails,
+    ArtifactFinding,
+    Decision,
+    Diagnostic,
+    Evidence,
+    EvidenceKind,
+    HygieneDetails,
+    Outcome,
+    Policy,
+    ProbeDetails,
+    ProbeRunSide,
+    RegressionDetails,
+    ReviewRequest,
+    RunNote,
+    SideEffect,
+    SideEffectDetails,
+    StageResult,
+    StaticDetails,
+    TraceScanDetails,
+    Verdict,
+    VoteDetails,
+)
 from cascade.pipeline import decide, review
 from cascade.report import FORMATS, render
 from cascade.report.github import MAX_PER_TYPE, command
@@ -25,7 +47,47 @@ from tests.support import MakeRepo, diff_of, run_git
 
 ANSI = re.compile(r"\x1b\[")
 CORE = "def add(a, b):\n    # sum\n    return a + b\n"
-POLICY: dict[str, object] = {"reject_rules": ["pyright:reportAttributeAccessIssue:in-repo-module", "ruff:F821"]}
+POLICY = Policy(
+    probe_pass="evidence",
+    reviewer_may_reject="grounded_only",
+    reject_rules=["pyright:reportAttributeAccessIssue:in-repo-module", "ruff:F821"],
+    llm_model=None,
+    sandbox="auto",
+)
+
+
+def static_details(diagnostics: Sequence[Diagnostic], rejecting: bool) -> StaticDetails:
+    return StaticDetails(counts_by_class={}, class_of={}, total=len(diagnostics), tool_configs={}, rejecting=rejecting)
+
+
+def probe_details(test_id: str, origin: str) -> ProbeDetails:
+    side = ProbeRunSide(status="behavioural_fail", message="", excerpt="")
+    return ProbeDetails(
+        probe="p",
+        origin=origin,
+        test_id=test_id,
+        base=side,
+        patched=side,
+        executed_changed_lines={},
+        probe_file="",
+        source=origin,
+        verdict="reject",
+    )
+
+
+def regression_details(test_id: str) -> RegressionDetails:
+    return RegressionDetails(
+        test_id=test_id,
+        failure_class="crash",
+        exception="AttributeError",
+        expected_vs_got="",
+        log_excerpt="",
+        confirmed_by_rerun=True,
+        source="regression",
+        verdict="reject",
+        selected_by="name_or_import",
+        chunk=0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +127,7 @@ def static_reject(rejecting: list[Diagnostic], others: Sequence[Diagnostic] = ()
             summary=f"{len(rejecting)} patch-caused error(s) in reject classes",
             diagnostics=rejecting,
             commands=["pyright --outputjson pkg/report.py"],
-            details={"rejecting": True},
+            details=static_details(rejecting, rejecting=True),
         )
     ]
     if others:
@@ -75,7 +137,7 @@ def static_reject(rejecting: list[Diagnostic], others: Sequence[Diagnostic] = ()
                 grounded=True,
                 summary="others",
                 diagnostics=list(others),
-                details={"rejecting": False},
+                details=static_details(others, rejecting=False),
             )
         )
     no_change = StageResult(stage="no_change", outcome=Outcome.PASS, reason="1 file(s) with code changes")
@@ -90,7 +152,7 @@ def uncertain_with_skipped() -> Verdict:
             StageResult(stage="no_change", outcome=Outcome.PASS, reason="1 file(s) with code changes"),
             StageResult(stage="reviewer", outcome=Outcome.SKIPPED, reason="no LLM configured", evidence=[skipped]),
         ],
-        {},
+        POLICY,
         "git-apply",
     )
 
@@ -210,17 +272,17 @@ def test_markdown_shows_reviewer_votes() -> None:
             kind=EvidenceKind.REVIEW_VOTE,
             grounded=False,
             summary="vote 1",
-            details={"decision": "accept", "rationale": "fixes it"},
+            details=VoteDetails(vote=1, decision="accept", rationale="fixes it", cited_evidence=[], answered_by="m"),
         ),
         Evidence(
             kind=EvidenceKind.REVIEW_VOTE,
             grounded=False,
             summary="vote 2: abstained",
-            details={"vote": 2, "decision": "abstain", "reason": "not JSON"},
+            details=AbstentionDetails(vote=2, decision="abstain", reason="not JSON", raw_excerpt="", answered_by="m"),
         ),
     ]
     reviewer = StageResult(stage="reviewer", outcome=Outcome.UNCERTAIN, reason="tie", evidence=votes)
-    verdict = decide([reviewer], {}, None)
+    verdict = decide([reviewer], POLICY, None)
     md = render(verdict, "markdown")
     assert "### Reviewer votes (2)" in md
     assert "| 1 | accept | fixes it |" in md
@@ -230,7 +292,9 @@ def test_markdown_shows_reviewer_votes() -> None:
 
 def test_markdown_truncates_under_githubs_comment_limit_with_a_note() -> None:
     many = [diag(line=i, message="m" * 300, fingerprint=f"f{i}") for i in range(1, 400)]
-    huge = Evidence(kind=EvidenceKind.INFO, grounded=True, summary="big", details={"log": "x" * 50_000})
+    huge = Evidence(
+        kind=EvidenceKind.INFO, grounded=True, summary="big", details=RunNote(commands=[], log_excerpt="x" * 50_000)
+    )
     verdict = static_reject(many)
     verdict.stages[0].evidence.extend([huge] * 20)
     out = render(verdict, "markdown")
@@ -305,46 +369,49 @@ def _reject_by(stage: str, evidence: Evidence, changed: list[str]) -> Verdict:
     return decide([result], POLICY, "git-apply").model_copy(update={"changed_files": changed})
 
 
+BASHRC = SideEffect(kind="file_write", target="~/.bashrc", source="home_diff")
 REJECTS_WITHOUT_DIAGNOSTICS = {
     # stage, evidence shaped as the stage makes it, the patch's files → where the SARIF error must point
     "probe": (
         "probes",
         Evidence(kind=EvidenceKind.PROBE, grounded=True, summary="probe p fails on base and still fails",
-                 details={"test_id": "cascade_probe_1.py::test_p", "source": "generated"}),
+                 details=probe_details("cascade_probe_1.py::test_p", "generated")),
         ["pkg/core.py", "pkg/util.py"],
         "pkg/core.py",
     ),
     "pr test": (
         "probes",
         Evidence(kind=EvidenceKind.PROBE, grounded=True, summary="probe tests/test_new.py::test_x fails",
-                 details={"test_id": "tests/test_new.py::test_x", "source": "pr_tests"}),
+                 details=probe_details("tests/test_new.py::test_x", "pr_tests")),
         ["pkg/core.py", "tests/test_new.py"],
         "tests/test_new.py",
     ),
     "regression": (
         "probes",
         Evidence(kind=EvidenceKind.REGRESSION, grounded=True, summary="nearby test crashes",
-                 details={"test_id": "tests/test_core.py::test_add", "source": "regression"}),
+                 details=regression_details("tests/test_core.py::test_add")),
         ["pkg/core.py"],
         "tests/test_core.py",
     ),
     "side effect": (
         "probes",
         Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary="1 side effect outside the worktree",
-                 details={"side_effects": [{"target": "~/.bashrc"}]}),
+                 details=SideEffectDetails(side_effects=[BASHRC], allowed_total=0)),
         ["pkg/core.py"],
         "pkg/core.py",
     ),
     "hygiene": (
         "hygiene",
-        Evidence(kind=EvidenceKind.INFO, grounded=True, summary="the patch adds 1 file that does not belong",
-                 details={"findings": [{"path": "pkg/__pycache__/core.cpython-311.pyc", "why": "compiled"}]}),
+        Evidence(kind=EvidenceKind.HYGIENE, grounded=True, summary="the patch adds 1 file that does not belong",
+                 details=HygieneDetails(findings=[ArtifactFinding(path="pkg/__pycache__/core.cpython-311.pyc",
+                                                                  why="compiled", check="artifact")])),
         ["pkg/core.py", "pkg/__pycache__/core.cpython-311.pyc"],
         "pkg/__pycache__/core.cpython-311.pyc",
     ),
     "trace, empty patch": (
         "trace_scan",
-        Evidence(kind=EvidenceKind.TRACE_SCAN, grounded=True, summary="the agent ran rm -rf ~"),
+        Evidence(kind=EvidenceKind.TRACE_SCAN, grounded=True, summary="the agent ran rm -rf ~",
+                 details=TraceScanDetails(side_effects=[BASHRC])),
         [],
         None,
     ),

@@ -12,7 +12,17 @@ import pytest
 from cascade.bench.arms import ARMS
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
-from cascade.models import Decision, Evidence, EvidenceKind, Outcome, ReviewRequest, StageResult
+from cascade.models import (
+    AbstentionDetails,
+    Decision,
+    Evidence,
+    EvidenceKind,
+    NoChangeDetails,
+    Outcome,
+    RegressionDetails,
+    ReviewRequest,
+    StageResult,
+)
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.probesources.base import ProbeFeedback
@@ -43,7 +53,18 @@ def regression_result() -> StageResult:
         kind=EvidenceKind.REGRESSION,
         grounded=True,
         summary="nearby test tests/test_m.py::test_x passes on base but fails on the patch with an assertion",
-        details={"expected_vs_got": "assert 2 == 1", "log_excerpt": "E   assert 2 == 1"},
+        details=RegressionDetails(
+            test_id="tests/test_m.py::test_x",
+            failure_class="assertion",
+            exception="AssertionError",
+            expected_vs_got="assert 2 == 1",
+            log_excerpt="E   assert 2 == 1",
+            confirmed_by_rerun=True,
+            source="regression",
+            verdict="evidence",
+            selected_by="name_or_import",
+            chunk=0,
+        ),
     )
     return StageResult(stage="probes", outcome=Outcome.PASS, reason="assertion-class regression", evidence=[finding])
 
@@ -108,7 +129,7 @@ def test_five_votes_accept_with_votes_in_the_report() -> None:
     result = run_mock(mock_cfg(), answer)
     assert result.outcome == Outcome.ACCEPT and "majority accept (5 accept)" in result.reason
     votes = [e for e in result.evidence if e.kind == EvidenceKind.REVIEW_VOTE]
-    assert len(votes) == 5 and all(v.details["rationale"] == "fixes x" and not v.grounded for v in votes)
+    assert len(votes) == 5 and all(v.details.rationale == "fixes x" and not v.grounded for v in votes)
     assert result.cost.llm_calls == 5 and result.cost.prompt_tokens > 0
 
 
@@ -131,7 +152,15 @@ def test_evidence_packet_is_grounded_first_and_drops_unchecked_notes() -> None:
         stage="no_change",
         outcome=Outcome.PASS,
         reason="1 file",
-        evidence=[Evidence(kind=EvidenceKind.NO_CHANGE, grounded=True, summary="1 file(s) with code changes"), note],
+        evidence=[
+            Evidence(
+                kind=EvidenceKind.NO_CHANGE,
+                grounded=True,
+                summary="1 file(s) with code changes",
+                details=NoChangeDetails(stripped=[], remaining_files=["m.py"]),
+            ),
+            note,
+        ],
     )
     packet = build_packet(context(mock_cfg(), [early, regression_result()]))
     user = packet.messages[1].content
@@ -194,8 +223,8 @@ def test_http_garbage_and_truncated_votes_abstain(served: list[ScriptedServer]) 
     truncated = Reply(content='{"decision": "accept", "rationale": "cut off mid-')
     result, _ = run_http(served, Reply(content="not json"), truncated, vote("accept"), truncated, vote("accept"))
     assert result.outcome == Outcome.UNCERTAIN and "only 2 of 5 votes were valid" in result.reason
-    abstained = [e for e in result.evidence if e.details.get("decision") == "abstain"]
-    assert len(abstained) == 3 and abstained[1].details["raw_excerpt"].startswith('{"decision"')
+    abstained = [e for e in result.evidence if isinstance(e.details, AbstentionDetails)]
+    assert len(abstained) == 3 and abstained[1].details.raw_excerpt.startswith('{"decision"')
 
 
 def test_http_budget_exhaustion_is_uncertain_with_reason(served: list[ScriptedServer]) -> None:
@@ -218,7 +247,7 @@ def test_http_429_and_500_fallback_still_vote(served: list[ScriptedServer]) -> N
     llm = {"model": "openai/m", "api_base": srv.api_base, "fallback_models": ["openai/m2"], "max_retries": 0}
     result = ReviewerStage().run(context(config(llm=llm, reviewer={"votes": 3})))
     assert result.outcome == Outcome.ACCEPT
-    assert {e.details["answered_by"] for e in result.evidence if e.kind == EvidenceKind.REVIEW_VOTE} == {"openai/m2"}
+    assert {e.details.answered_by for e in result.evidence if e.kind == EvidenceKind.REVIEW_VOTE} == {"openai/m2"}
     retried, _ = run_http(served, Reply(status=429), vote("accept"), votes=1)
     assert retried.outcome == Outcome.ACCEPT and retried.cost.llm_calls == 2
 

@@ -100,7 +100,7 @@ def static_diagnostics(result: StageResult, rejecting: bool) -> list[Diagnostic]
     return [
         d
         for e in result.evidence
-        if e.kind == EvidenceKind.STATIC and e.details["rejecting"] is rejecting
+        if e.kind == EvidenceKind.STATIC and e.details.rejecting is rejecting
         for d in e.diagnostics
     ]
 
@@ -109,7 +109,7 @@ def classes(result: StageResult) -> dict[str, int]:
     counts: dict[str, int] = {}
     for e in result.evidence:
         if e.kind == EvidenceKind.STATIC:
-            counts.update(e.details["counts_by_class"])
+            counts.update(e.details.counts_by_class)
     return counts
 
 
@@ -129,7 +129,7 @@ def test_undefined_name_on_an_added_line_is_rejected_despite_the_repos_own_setti
         "-p" in c and "pyright" in c for c in reject.commands
     )
     # the generated pyright configuration is recorded, not the repository's
-    assert reject.details["tool_configs"]["pyright"]["typeCheckingMode"] == "standard"
+    assert reject.details.tool_configs["pyright"]["typeCheckingMode"] == "standard"
 
 
 def test_undefined_name_on_an_unchanged_line_is_evidence_not_a_reject(repo: Path) -> None:
@@ -155,8 +155,8 @@ def test_removing_a_function_an_unchanged_dependent_calls_is_rejected(repo: Path
     result = stage1(repo, {"pkg/core.py": without_helper})
     assert result.outcome == Outcome.REJECT
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
-    assert info.details["dependents"] == ["pkg/user.py"]
-    assert "helper" in info.details["names"]
+    assert info.details.dependents == ["pkg/user.py"]
+    assert "helper" in info.details.names
     assert {d.path for d in static_diagnostics(result, rejecting=True)} == {"pkg/user.py"}
     assert "pyright:reportAttributeAccessIssue:in-repo-module" in classes(result)
 
@@ -168,7 +168,7 @@ def test_removing_a_module_an_unchanged_dependent_imports_is_rejected(repo: Path
     assert found["pyright:reportMissingImports:in-repo"] == 1  # pkg/user.py imports pkg.core
     assert found["ruff:F821:added-line"] == 1  # the added file is checked in the patched tree only
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
-    assert "pkg.core" in info.details["names"] and info.details["dependents"] == ["pkg/user.py"]
+    assert "pkg.core" in info.details.names and info.details.dependents == ["pkg/user.py"]
 
 
 def test_preexisting_error_that_moved_is_not_new(repo: Path) -> None:
@@ -323,8 +323,8 @@ def test_a_damaged_stored_entry_is_ignored_and_recomputed(
     assert [d.fingerprint for d in second.evidence[0].diagnostics] == [
         d.fingerprint for d in first.evidence[0].diagnostics
     ]
-    tools = next(e for e in second.evidence if e.kind == EvidenceKind.INFO).details["tool_seconds"]
-    assert all(t["seconds"] > 0 for t in tools)  # the base runs ran again
+    tools = next(e for e in second.evidence if e.kind == EvidenceKind.INFO).details.tool_seconds
+    assert all(t.seconds > 0 for t in tools)  # the base runs ran again
     # the recomputed entry replaced the damaged one: the next review trusts it
     third = _static_review(repo, tmp_path).stages[0]
     assert third.cost.reuse == ["static: base-tree diagnostics from the result store"]
@@ -428,7 +428,7 @@ def test_importers_of_a_renamed_or_deleted_module_are_dependents(make_repo: Make
         changes["pkg/engine.py"] = CORE
     result = stage1(repo, changes)
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
-    assert info.details["dependents"] == ["pkg/user.py"]
+    assert info.details.dependents == ["pkg/user.py"]
     assert result.outcome == Outcome.REJECT, result.reason
     assert {d.path for d in static_diagnostics(result, rejecting=True)} == {"pkg/user.py"}
 
@@ -443,4 +443,4 @@ def test_a_rename_whose_importers_are_updated_is_not_rejected(make_repo: MakeRep
                        "lib2/user.py": "from lib2.core import X\n"})  # fmt: skip
     result = stage1(other, {"pkg/core.py": None, "pkg/engine.py": CORE})
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
-    assert info.details["dependents"] == [] and result.outcome == Outcome.PASS
+    assert info.details.dependents == [] and result.outcome == Outcome.PASS

@@ -17,7 +17,7 @@ from cascade.execution.test_selection import (
     pytest_file_patterns,
     select_tests,
 )
-from cascade.models import EvidenceKind, Outcome, ReviewRequest
+from cascade.models import EvidenceKind, Outcome, RegressionDetails, ReviewRequest
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.sandbox.base import Sandbox
@@ -126,10 +126,10 @@ def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo, sandb
         assert result.outcome == Outcome.REJECT, result.reason
         regressions = [e for e in result.evidence if e.kind == EvidenceKind.REGRESSION]
         assert len(regressions) == expected
-    assert {e.details["test_id"] for e in regressions} == {"tests/test_misc.py::test_scale_by_name",
+    assert {e.details.test_id for e in regressions} == {"tests/test_misc.py::test_scale_by_name",
                                                            "tests/test_hop.py::test_area"}  # fmt: skip
-    assert all(e.details["chunk"] > 0 and e.details["verdict"] == "reject" for e in regressions)
-    assert {e.details["selected_by"] for e in regressions} == {"test_name", "import_hop"}
+    assert all(e.details.chunk > 0 and e.details.verdict == "reject" for e in regressions)
+    assert {e.details.selected_by for e in regressions} == {"test_name", "import_hop"}
 
 
 def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo, sandbox: Sandbox) -> None:
@@ -142,5 +142,5 @@ def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo, sandbo
     result = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
     assert result.outcome == Outcome.REJECT  # the nearby files (always run) already catch this one
     assert any("budget of 1 s spent" in e.summary for e in result.evidence) or all(
-        e.details.get("chunk", 0) == 0 for e in result.evidence if e.kind == EvidenceKind.REGRESSION
+        e.details.chunk == 0 for e in result.evidence if isinstance(e.details, RegressionDetails)
     )

@@ -3,54 +3,35 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
-from pydantic import ValidationError
-
-from cascade.models import EvidenceKind, Verdict
-from cascade.redteam.models import MUST_CATCH, EffectRecord, EvidenceRule, Outcome, RedteamCase
-
-_EFFECT_EVIDENCE = {EvidenceKind.SIDE_EFFECT, EvidenceKind.TRACE_SCAN}
+from cascade.models import SideEffect, SideEffectDetails, TraceScanDetails, Verdict
+from cascade.redteam.models import MUST_CATCH, EvidenceRule, Outcome, RedteamCase
 
 
-def effect_records(verdict: Verdict) -> list[EffectRecord]:
-    """Every side-effect / trace-scan record in the verdict's evidence, wherever in ``details`` it sits."""
-    records: list[EffectRecord] = []
-    for stage in verdict.stages:
-        for evidence in stage.evidence:
-            if evidence.kind in _EFFECT_EVIDENCE:
-                records.extend(_records_in(evidence.details))
-    return records
+def effect_records(verdict: Verdict) -> list[SideEffect]:
+    """Every side-effect / trace-scan record in the verdict's evidence."""
+    return [effect for details in _effect_details(verdict) for effect in details.side_effects]
 
 
 def allowed_count(verdict: Verdict) -> int:
     """How many allowed (benign) records the oracle made: Stage 2 keeps a capped sample and states the total."""
     total = 0
-    for stage in verdict.stages:
-        for evidence in stage.evidence:
-            if evidence.kind in _EFFECT_EVIDENCE:
-                stated = evidence.details.get("allowed_total")
-                total += stated if isinstance(stated, int) else sum(r.benign for r in _records_in(evidence.details))
+    for details in _effect_details(verdict):
+        if isinstance(details, SideEffectDetails):
+            total += details.allowed_total
+        else:
+            total += sum(effect.benign for effect in details.side_effects)
     return total
 
 
-def _records_in(value: Any) -> Iterator[EffectRecord]:
-    if isinstance(value, dict):
-        if {"kind", "target"} <= value.keys():
-            try:
-                yield EffectRecord.model_validate({k: value[k] for k in EffectRecord.model_fields if k in value})
-                return
-            except ValidationError:
-                pass
-        for item in value.values():
-            yield from _records_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _records_in(item)
+def _effect_details(verdict: Verdict) -> list[SideEffectDetails | TraceScanDetails]:
+    found: list[SideEffectDetails | TraceScanDetails] = []
+    for stage in verdict.stages:
+        found += [e.details for e in stage.evidence if isinstance(e.details, (SideEffectDetails, TraceScanDetails))]
+    return found
 
 
-def rule_matches(rule: EvidenceRule, record: EffectRecord) -> bool:
+def rule_matches(rule: EvidenceRule, record: SideEffect) -> bool:
     if record.benign:
         return False  # the oracle itself said this is no reason to reject
     if rule.kinds and record.kind not in rule.kinds:
@@ -61,7 +42,7 @@ def rule_matches(rule: EvidenceRule, record: EffectRecord) -> bool:
     return bool(regex.search(record.target) or regex.search(record.detail))
 
 
-def judge(case: RedteamCase, verdict: Verdict) -> tuple[Outcome, list[EffectRecord], list[EffectRecord], str]:
+def judge(case: RedteamCase, verdict: Verdict) -> tuple[Outcome, list[SideEffect], list[SideEffect], str]:
     """(outcome, matched records, non-benign records, what is missing)."""
     records = effect_records(verdict)
     harmful = [r for r in records if not r.benign]
@@ -77,9 +58,7 @@ def judge(case: RedteamCase, verdict: Verdict) -> tuple[Outcome, list[EffectReco
     return ("rejected_other" if rejected else "clean"), [], harmful, ""
 
 
-def _missing(
-    rejected: bool, matched: list[EffectRecord], rules: list[EvidenceRule], records: list[EffectRecord]
-) -> str:
+def _missing(rejected: bool, matched: list[SideEffect], rules: list[EvidenceRule], records: list[SideEffect]) -> str:
     wanted = " or ".join(
         f"{'/'.join(r.kinds) or 'any kind'}~/{r.pattern}/" + (f" from {'/'.join(r.sources)}" if r.sources else "")
         for r in rules

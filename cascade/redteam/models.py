@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cascade.models import Trace
+from cascade.models import SideEffect, Trace
 
 CaseKind = Literal["unsafe", "benign", "trace", "trace-benign"]
 Backend = Literal["bwrap", "docker", "none"]
@@ -68,16 +68,6 @@ class RedteamCase(Frozen):
         return self.spec.id
 
 
-class EffectRecord(Frozen):
-    """A side-effect or trace-scan record found in a verdict's evidence (a `SideEffect`, flattened)."""
-
-    kind: str
-    target: str
-    detail: str = ""
-    source: str = ""
-    benign: bool = False
-
-
 class CaseResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -91,8 +81,8 @@ class CaseResult(BaseModel):
     deciding_stage: str | None = None
     reason: str = ""
     expected: list[EvidenceRule] = Field(default_factory=list)
-    matched: list[EffectRecord] = Field(default_factory=list, description="Recorded effects the predicate accepts.")
-    effects: list[EffectRecord] = Field(default_factory=list, description="Every non-benign recorded effect.")
+    matched: list[SideEffect] = Field(default_factory=list, description="Recorded effects the predicate accepts.")
+    effects: list[SideEffect] = Field(default_factory=list, description="Every non-benign recorded effect.")
     benign_effects: int = Field(
         default=0, description="Records the oracle judged allowed (named allow-list entries, subprocesses, listeners)."
     )

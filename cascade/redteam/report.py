@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cascade.redteam.models import BackendSummary, CaseResult, EffectRecord, SuiteReport
+from cascade.models import SideEffect
+from cascade.redteam.models import BackendSummary, CaseResult, SuiteReport
 
 
 def write_report(report: SuiteReport, out_dir: Path) -> dict[str, Path]:
@@ -67,7 +68,7 @@ def _row(r: CaseResult) -> str:
     )
 
 
-def _effect(e: EffectRecord) -> str:
+def _effect(e: SideEffect) -> str:
     return f"{e.kind} `{e.target[:80]}` [{e.source}]"
 
 

@@ -10,7 +10,7 @@ import html
 import json
 import re
 
-from cascade.models import Decision, Evidence, Verdict
+from cascade.models import Decision, Evidence, NoDetails, Verdict
 from cascade.report import view
 from cascade.stable import placeholders_used, seconds_label
 
@@ -137,8 +137,8 @@ def _evidence_block(stage: str, e: Evidence) -> str:
     if e.commands:
         # Code blocks show their body literally, so the commands go in unescaped; the fence cannot be closed early.
         parts += ["Reproduce:", "", fenced(_clip("\n".join(e.commands), MAX_DETAILS_CHARS), "bash"), ""]
-    if e.details:
-        details = json.dumps(e.details, indent=2, sort_keys=True, default=str)
+    if not isinstance(e.details, NoDetails):
+        details = json.dumps(e.details.model_dump(), indent=2, sort_keys=True, default=str)
         parts += [fenced(_clip(details, MAX_DETAILS_CHARS), "json"), ""]
     parts.append("</details>")
     return "\n".join(parts)

@@ -16,7 +16,15 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from cascade.models import Decision, Diagnostic, Verdict
+from cascade.models import (
+    Decision,
+    Diagnostic,
+    HygieneDetails,
+    NoChangeDetails,
+    ProbeDetails,
+    RegressionDetails,
+    Verdict,
+)
 from cascade.report import view
 
 SARIF_VERSION = "2.1.0"
@@ -96,12 +104,13 @@ def culprit(verdict: Verdict) -> str | None:
     for ev in deciding.evidence if deciding else []:
         if not ev.grounded:
             continue
-        for key in ("findings", "stripped"):  # hygiene's artifacts, no_change's stripped files
-            items = ev.details.get(key) or []
-            if items and isinstance(items[0], dict) and items[0].get("path"):
-                return str(items[0]["path"])
-        test_file = str(ev.details.get("test_id") or "").split("::")[0]
-        if test_file and (test_file in changed or ev.details.get("source") == "regression"):
+        details = ev.details
+        if isinstance(details, HygieneDetails) and details.findings and details.findings[0].path:
+            return details.findings[0].path  # hygiene's artifacts
+        if isinstance(details, NoChangeDetails) and details.stripped and details.stripped[0].path:
+            return details.stripped[0].path  # no_change's stripped files
+        test_file = details.test_id.split("::")[0] if isinstance(details, (ProbeDetails, RegressionDetails)) else ""
+        if test_file and (test_file in changed or isinstance(details, RegressionDetails)):
             return test_file  # a test of the repository (nearby regression) or one the patch adds
     return verdict.changed_files[0] if verdict.changed_files else None
 

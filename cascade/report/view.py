@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
-from cascade.models import Decision, Diagnostic, Evidence, EvidenceKind, Outcome, StageResult, Verdict
-
-NO_CHANGE_STAGE = "no_change"
+from cascade.models import (
+    AbstentionDetails,
+    Decision,
+    Diagnostic,
+    Evidence,
+    EvidenceKind,
+    NoChangeDetails,
+    Outcome,
+    StageResult,
+    StaticDetails,
+    StrippedHunk,
+    Verdict,
+    VoteDetails,
+)
 
 
 class Row(BaseModel):
@@ -41,16 +50,6 @@ class Row(BaseModel):
         return f"{self.diagnostic.tool} {self.diagnostic.rule}"
 
 
-class Stripped(BaseModel):
-    """A hunk Stage 0 removed before looking for a code change."""
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    hunk: int
-    why: str
-
-
 def one_based(diagnostic: Diagnostic, column: int) -> int | None:
     """A column as a reader counts it. Stage 1 records each tool's own convention: pyright's JSON counts
     characters from 0 (and Stage 1 matches them against `ast` offsets), ruff's counts from 1 with 0 = unknown."""
@@ -69,18 +68,17 @@ def decides_reject(verdict: Verdict, stage: str, evidence: Evidence, diagnostic:
     """Whether this diagnostic is one the verdict's reject rests on.
 
     Only diagnostics of the stage that rejected count. Stage 1 says which of its evidence items hold the
-    rejecting diagnostics (``details["rejecting"]``); other new diagnostics are context that decided nothing.
+    rejecting diagnostics (`StaticDetails.rejecting`); other new diagnostics are context that decided nothing.
     Evidence without that flag falls back to the policy's reject rules (``tool:rule``, qualifiers aside).
     """
     if verdict.decision != Decision.REJECT or stage != verdict.deciding_stage:
         return False
-    flag = evidence.details.get("rejecting")
-    if isinstance(flag, bool):
-        return flag
-    rules = verdict.policy.get("reject_rules")
-    if not isinstance(rules, list) or not rules:
+    if isinstance(evidence.details, StaticDetails):
+        return evidence.details.rejecting
+    rules = verdict.policy.reject_rules if verdict.policy else []
+    if not rules:
         return True
-    return any(_rule_matches(str(rule), diagnostic) for rule in rules)
+    return any(_rule_matches(rule, diagnostic) for rule in rules)
 
 
 def diagnostic_rows(verdict: Verdict) -> list[Row]:
@@ -94,17 +92,15 @@ def diagnostic_rows(verdict: Verdict) -> list[Row]:
     return sorted(rows, key=lambda r: (not r.decides, r.diagnostic.path, r.diagnostic.line, r.diagnostic.column))
 
 
-def stripped_hunks(verdict: Verdict) -> list[Stripped]:
+def stripped_hunks(verdict: Verdict) -> list[StrippedHunk]:
     """What Stage 0 stripped (test-file and cosmetic hunks), from its evidence."""
-    found: list[Stripped] = []
-    for s in verdict.stages:
-        if s.stage != NO_CHANGE_STAGE:
-            continue
-        for e in s.evidence:
-            for item in e.details.get("stripped", []):
-                if isinstance(item, dict):
-                    found.append(Stripped.model_validate(item))
-    return found
+    return [
+        h
+        for s in verdict.stages
+        for e in s.evidence
+        if isinstance(e.details, NoChangeDetails)
+        for h in e.details.stripped
+    ]
 
 
 def skipped_stages(verdict: Verdict) -> list[StageResult]:
@@ -118,10 +114,12 @@ def votes(verdict: Verdict) -> list[Evidence]:
 
 def vote_fields(vote: Evidence) -> tuple[str, str]:
     """(decision, rationale) of a vote; a vote that did not parse shows as an abstention."""
-    details: dict[str, Any] = vote.details
-    decision = str(details.get("decision") or "abstain")
-    rationale = str(details.get("rationale") or details.get("reason") or vote.summary)  # "reason": why it abstained
-    return decision, rationale
+    details = vote.details
+    if isinstance(details, VoteDetails):
+        return details.decision, details.rationale or vote.summary
+    if isinstance(details, AbstentionDetails):
+        return "abstain", details.reason or vote.summary  # why it abstained
+    return "abstain", vote.summary
 
 
 def headline(verdict: Verdict) -> str:

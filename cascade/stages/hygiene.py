@@ -22,13 +22,21 @@ the findings are evidence only.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 from cascade.context import ReviewContext
 from cascade.git import run_git
-from cascade.models import Evidence, EvidenceKind, Outcome, Patch, StageResult
+from cascade.models import (
+    ArtifactFinding,
+    BinaryFilesNote,
+    Evidence,
+    EvidenceKind,
+    HygieneDetails,
+    Outcome,
+    Patch,
+    StageResult,
+)
 
 ARTIFACT_FILES: dict[str, str] = {  # basename glob → what it is
     "*.pyc": "Python bytecode",
@@ -80,16 +88,6 @@ ASSET_SUFFIXES = {  # binary kinds a repository keeps on purpose (images, fonts,
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    why: str
-    check: str  # "gitignore" | "artifact" | "root-binary"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "why": self.why, "check": self.check}
-
-
 def added_paths(patch: Patch) -> list[str]:
     """Paths the patch brings into the tree: added files and the targets of renames."""
     return [f.target_path for f in patch.files if f.target_path and (f.is_added or f.is_rename)]
@@ -114,11 +112,13 @@ def artifact_kind(path: str, is_package_dir: set[str]) -> str | None:
     return None
 
 
-def artifact_findings(patch: Patch, tracked: set[str] | None = None, packages: set[str] | None = None) -> list[Finding]:
+def artifact_findings(
+    patch: Patch, tracked: set[str] | None = None, packages: set[str] | None = None
+) -> list[ArtifactFinding]:
     """Artifact-by-name findings; ``tracked`` (base-tree paths) keeps a project's own fixtures, ``packages`` its
     ``build``/``dist`` packages. Both are optional so the check runs without a checkout."""
     packages = set(packages or set()) | _package_dirs_in(patch)
-    found: list[Finding] = []
+    found: list[ArtifactFinding] = []
     empty = {f.path for f in patch.files if f.is_added and not f.is_binary and not f.hunks}
     for path in added_paths(patch):
         if path in empty:
@@ -126,13 +126,17 @@ def artifact_findings(patch: Patch, tracked: set[str] | None = None, packages: s
         kind = artifact_kind(path, packages)
         if kind is None or (tracked is not None and _sibling_tracked(path, tracked)):
             continue
-        found.append(Finding(path, kind, "artifact"))
+        found.append(ArtifactFinding(path=path, why=kind, check="artifact"))
     binary = {f.path for f in patch.binary_files if f.is_added or f.is_rename}
     listed = {f.path for f in found}
     for path in sorted(binary - listed):
         suffix = PurePosixPath(path).suffix.lower()
         if "/" not in path and suffix not in ASSET_SUFFIXES:
-            found.append(Finding(path, "binary file at the repository root that is no asset", "root-binary"))
+            found.append(
+                ArtifactFinding(
+                    path=path, why="binary file at the repository root that is no asset", check="root-binary"
+                )
+            )
     return found
 
 
@@ -178,7 +182,7 @@ def package_dirs(tree: Path) -> set[str]:
     return {d for d in parents if PurePosixPath(d).name in PACKAGE_DIR_NAMES}
 
 
-def hygiene_findings(patch: Patch, base: Path | None) -> tuple[list[Finding], str | None]:
+def hygiene_findings(patch: Patch, base: Path | None) -> tuple[list[ArtifactFinding], str | None]:
     """All findings, and why the ``.gitignore`` check could not run (None when it ran)."""
     paths = added_paths(patch)
     if base is None:
@@ -187,7 +191,11 @@ def hygiene_findings(patch: Patch, base: Path | None) -> tuple[list[Finding], st
     found = artifact_findings(patch, tracked, package_dirs(base))
     ignored, error = ignored_paths(base, paths)
     listed = {f.path for f in found}
-    found += [Finding(p, "ignored by the base tree's .gitignore", "gitignore") for p in ignored if p not in listed]
+    found += [
+        ArtifactFinding(path=p, why="ignored by the base tree's .gitignore", check="gitignore")
+        for p in ignored
+        if p not in listed
+    ]
     return found, error
 
 
@@ -203,7 +211,12 @@ class HygieneStage:
         if binaries:
             summary = f"{len(binaries)} binary file(s), not reviewed as text: {', '.join(binaries[:10])}"
             evidence.append(
-                Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary, details={"binary_files": binaries})
+                Evidence(
+                    kind=EvidenceKind.INFO,
+                    grounded=True,
+                    summary=summary,
+                    details=BinaryFilesNote(binary_files=binaries),
+                )
             )
         if not_run:
             evidence.append(Evidence(kind=EvidenceKind.UNAVAILABLE, grounded=False, summary=not_run))
@@ -222,7 +235,7 @@ class HygieneStage:
                 kind=EvidenceKind.HYGIENE,
                 grounded=True,
                 summary=summary,
-                details={"findings": [f.as_dict() for f in found]},
+                details=HygieneDetails(findings=found),
                 commands=commands,
             ),
         )

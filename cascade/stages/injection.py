@@ -32,10 +32,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 
 from cascade.context import ReviewContext
-from cascade.models import Evidence, EvidenceKind, Outcome, Patch, StageResult, Trace
+from cascade.models import (
+    Evidence,
+    EvidenceKind,
+    InjectionDetails,
+    InjectionFinding,
+    Outcome,
+    Patch,
+    StageResult,
+    Trace,
+)
 
 _S = r"[\W_]{1,12}"  # words may be split by spaces, punctuation, comment markers or a line break
 _W = rf"(?:\w+{_S})"  # one filler word
@@ -159,21 +167,7 @@ def normalise(text: str) -> str:
     return "".join(c for c in folded if unicodedata.category(c) not in _INVISIBLE).lower()
 
 
-@dataclass(frozen=True)
-class Finding:
-    source: str  # patch | commit message | issue/PR text | trace
-    location: str  # "pkg/mod.py:12", "line 3", "step 7 action"
-    rule: str
-    excerpt: str
-
-    def cite(self) -> str:
-        return f"{self.source} {self.location}: {self.excerpt!r} ({self.rule})"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"source": self.source, "location": self.location, "rule": self.rule, "excerpt": self.excerpt}
-
-
-def scan_lines(lines: list[str], source: str, locations: list[str]) -> list[Finding]:
+def scan_lines(lines: list[str], source: str, locations: list[str]) -> list[InjectionFinding]:
     """Findings in one block of consecutive lines, read as one text; each cites the line its match starts on."""
     normalised = [normalise(line) for line in lines]
     text = "\n".join(normalised)
@@ -182,7 +176,7 @@ def scan_lines(lines: list[str], source: str, locations: list[str]) -> list[Find
     for line in normalised:
         starts.append(offset)
         offset += len(line) + 1
-    findings: list[Finding] = []
+    findings: list[InjectionFinding] = []
     seen: set[tuple[int, str]] = set()
     for rule, pattern in RULES:
         for match in pattern.finditer(text):
@@ -191,13 +185,13 @@ def scan_lines(lines: list[str], source: str, locations: list[str]) -> list[Find
                 continue
             seen.add((index, rule))
             excerpt = " ".join(lines[index].split())[:160]
-            findings.append(Finding(source, locations[index], rule, excerpt))
+            findings.append(InjectionFinding(source=source, location=locations[index], rule=rule, excerpt=excerpt))
     return findings
 
 
-def scan_patch(patch: Patch) -> list[Finding]:
+def scan_patch(patch: Patch) -> list[InjectionFinding]:
     """Added lines, per run of consecutive added lines, and the preamble (commit message) before the first file."""
-    findings: list[Finding] = []
+    findings: list[InjectionFinding] = []
     preamble = commit_message(patch.text)
     if preamble:
         lines = preamble.splitlines()
@@ -215,8 +209,8 @@ def commit_message(patch_text: str) -> str:
     return patch_text[: match.start()] if match else ""
 
 
-def scan_trace(trace: Trace | None) -> list[Finding]:
-    findings: list[Finding] = []
+def scan_trace(trace: Trace | None) -> list[InjectionFinding]:
+    findings: list[InjectionFinding] = []
     for number, step in enumerate(trace.steps if trace else [], start=1):
         for part in ("action", "thought", "observation"):
             lines = getattr(step, part).splitlines()
@@ -227,7 +221,7 @@ def scan_trace(trace: Trace | None) -> list[Finding]:
 _CONFIG_NAME = {"patch": "patch", "commit message": "commit_message", "issue/PR text": "issue", "trace": "trace"}
 
 
-def scan_request(ctx: ReviewContext) -> list[Finding]:
+def scan_request(ctx: ReviewContext) -> list[InjectionFinding]:
     """Findings in every source the ``injection`` config section names."""
     issue = (ctx.request.issue_text or "").splitlines()
     findings = scan_patch(ctx.patch)
@@ -251,7 +245,7 @@ class InjectionStage:
             kind=EvidenceKind.INJECTION,
             grounded=True,
             summary=summary + " — the verdict cannot be accept",
-            details={"findings": [f.as_dict() for f in findings[:50]], "total": len(findings)},
+            details=InjectionDetails(findings=findings[:50], total=len(findings)),
         )
         return StageResult(stage=self.name, outcome=Outcome.PASS, reason=summary, evidence=[evidence])
 

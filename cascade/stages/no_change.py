@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import io
 import tokenize
-from dataclasses import dataclass
 
 from cascade.context import ReviewContext
-from cascade.models import Evidence, EvidenceKind, FileKind, FilePatch, Hunk, Outcome, StageResult
+from cascade.models import (
+    Evidence,
+    EvidenceKind,
+    FileKind,
+    FilePatch,
+    Hunk,
+    NoChangeDetails,
+    Outcome,
+    StageResult,
+    StrippedHunk,
+)
 
 _INSIGNIFICANT = {
     tokenize.COMMENT,
@@ -62,28 +71,20 @@ def hunk_is_cosmetic(hunk: Hunk, is_python: bool) -> bool:
     return squash == "".join("".join(line.split()) for line in hunk.after)
 
 
-@dataclass
-class _Stripped:
-    path: str
-    hunk: int
-    why: str
-
-    def as_dict(self) -> dict[str, str | int]:
-        return {"path": self.path, "hunk": self.hunk, "why": self.why}
-
-
-def _strip_file(f: FilePatch) -> tuple[list[_Stripped], int]:
+def _strip_file(f: FilePatch) -> tuple[list[StrippedHunk], int]:
     """What is stripped from one file, and how many of its hunks remain as code changes."""
     if f.kind == FileKind.TEST:
-        return [_Stripped(f.path, i, "test file") for i in range(len(f.hunks))] or [
-            _Stripped(f.path, 0, "test file")
+        return [StrippedHunk(path=f.path, hunk=i, why="test file") for i in range(len(f.hunks))] or [
+            StrippedHunk(path=f.path, hunk=0, why="test file")
         ], 0
     if f.is_rename and not f.hunks:
         return [], 1  # a pure rename changes what importers see
     if not f.hunks:
         return [], 1  # added/removed empty file or mode change: still a change
     stripped = [
-        _Stripped(f.path, i, _why_cosmetic(f)) for i, h in enumerate(f.hunks) if hunk_is_cosmetic(h, f.is_python)
+        StrippedHunk(path=f.path, hunk=i, why=_why_cosmetic(f))
+        for i, h in enumerate(f.hunks)
+        if hunk_is_cosmetic(h, f.is_python)
     ]
     return stripped, len(f.hunks) - len(stripped)
 
@@ -97,14 +98,14 @@ class NoChangeStage:
     title = "Stage 0 — no code change"
 
     def run(self, ctx: ReviewContext) -> StageResult:
-        stripped: list[_Stripped] = []
+        stripped: list[StrippedHunk] = []
         remaining: list[str] = []
         for f in ctx.patch.files:
             gone, left = _strip_file(f)
             stripped.extend(gone)
             if left:
                 remaining.append(f.path)
-        details = {"stripped": [s.as_dict() for s in stripped], "remaining_files": remaining}
+        details = NoChangeDetails(stripped=stripped, remaining_files=remaining)
         if remaining:
             summary = f"{len(remaining)} file(s) with code changes; {len(stripped)} hunk(s) stripped"
             evidence = Evidence(kind=EvidenceKind.NO_CHANGE, grounded=True, summary=summary, details=details)

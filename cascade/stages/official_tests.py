@@ -27,7 +27,7 @@ from cascade.execution.extensions import ensure_extensions, install_products
 from cascade.execution.official import OfficialGrade, prepare_official_tree, run_official_tests
 from cascade.execution.repo_specs import spec_for_repo
 from cascade.git import git
-from cascade.models import Evidence, EvidenceKind, OfficialTests, Outcome, StageResult
+from cascade.models import Evidence, EvidenceKind, OfficialTests, OfficialTestsDetails, Outcome, StageResult
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes.environment import make_environment, make_sandbox
 from cascade.workspace import apply_patch
@@ -104,16 +104,16 @@ def _decide(grade: OfficialGrade, env: Environment, tests: OfficialTests) -> Sta
         kind=EvidenceKind.OFFICIAL_TESTS,
         grounded=grade.run_error is None,
         summary=f"official tests ({counts}) in {env.description}",
-        details={
-            "resolved": grade.resolved,
-            "fail_to_pass_failed": {t: grade.statuses[t] for t in grade.fail_to_pass_failed},
-            "pass_to_pass_failed": {t: grade.statuses[t] for t in grade.pass_to_pass_failed},
-            "skipped": skipped,
-            "files": grade.files,
-            "run_error": grade.run_error,
-            "run_note": grade.run_note,
-            "log_excerpt": grade.log_excerpt,
-        },
+        details=OfficialTestsDetails(
+            resolved=grade.resolved,
+            fail_to_pass_failed={t: grade.statuses[t] for t in grade.fail_to_pass_failed},
+            pass_to_pass_failed={t: grade.statuses[t] for t in grade.pass_to_pass_failed},
+            skipped=skipped,
+            files=grade.files,
+            run_error=grade.run_error,
+            run_note=grade.run_note,
+            log_excerpt=grade.log_excerpt,
+        ),
         commands=[grade.command],
     )
     if grade.run_error is not None:

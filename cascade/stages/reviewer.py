@@ -32,7 +32,17 @@ from cascade.llm.cassette import CallParams, ChatMessage
 from cascade.llm.client import LLMClient, LLMReply
 from cascade.llm.errors import LLMError, LLMNotConfigured
 from cascade.llm.prompts import boundary_nonce, data_block, load_template, run_paths, stabilize, truncate
-from cascade.models import Cost, Evidence, EvidenceKind, Outcome, StageResult
+from cascade.models import (
+    AbstentionDetails,
+    Cost,
+    Evidence,
+    EvidenceKind,
+    NoDetails,
+    Outcome,
+    ReviewerPacketNote,
+    StageResult,
+    VoteDetails,
+)
 
 TEMPLATE = "reviewer.v1"
 VOTE_MAX_TOKENS = 1024
@@ -117,8 +127,9 @@ def _render_item(ident: str, stage: str, ev: Evidence) -> str:
     lines = [f"{ident} [{ev.kind.value}, from stage {stage}] {ev.summary}"]
     lines += [f"  {d.tool} {d.rule} {d.path}:{d.line}: {d.message}" for d in ev.diagnostics]
     lines += [f"  command: {c}" for c in ev.commands]
-    if ev.details:
-        details = json.dumps(_without_timings(ev.details), sort_keys=True, ensure_ascii=False, default=str)
+    if not isinstance(ev.details, NoDetails):
+        dumped = _without_timings(ev.details.model_dump())
+        details = json.dumps(dumped, sort_keys=True, ensure_ascii=False, default=str)
         lines.append("  details: " + truncate(details, DETAILS_CHARS))
     return "\n".join(lines)
 
@@ -182,14 +193,19 @@ def grounded_reject_citations(ballots: list[Ballot], ids: dict[str, Evidence]) -
 
 
 def _ballot_evidence(ballot: Ballot) -> Evidence:
+    details: VoteDetails | AbstentionDetails
     if ballot.vote is None:
         summary = f"vote {ballot.index}: abstained — {ballot.abstain_reason}"
-        details = {"vote": ballot.index, "decision": "abstain", "reason": ballot.abstain_reason}
-        details["raw_excerpt"] = ballot.raw[:RAW_EXCERPT_CHARS]
+        details = AbstentionDetails(
+            vote=ballot.index,
+            decision="abstain",
+            reason=ballot.abstain_reason,
+            raw_excerpt=ballot.raw[:RAW_EXCERPT_CHARS],
+            answered_by=ballot.answered_by,
+        )
     else:
         summary = f"vote {ballot.index}: {ballot.vote.decision} — {truncate(ballot.vote.rationale, 300).strip()}"
-        details = {"vote": ballot.index, **ballot.vote.model_dump()}
-    details["answered_by"] = ballot.answered_by
+        details = VoteDetails(vote=ballot.index, **ballot.vote.model_dump(), answered_by=ballot.answered_by)
     return Evidence(kind=EvidenceKind.REVIEW_VOTE, grounded=False, summary=summary, details=details)
 
 
@@ -264,16 +280,16 @@ class ReviewerStage:
         return Outcome.REJECT, f"reviewer: {how}{backing}"
 
     def _packet_note(self, ctx: ReviewContext, packet: Packet) -> Evidence:
-        details = {
-            "template": TEMPLATE,
-            "prompt_sha256": packet.sha256,
-            "model": ctx.config.llm.model,
-            "votes_asked": ctx.config.reviewer.votes,
-            "temperature": ctx.config.reviewer.temperature,
-            "evidence_ids": {ident: ev.summary for ident, ev in packet.ids.items()},
-            "policy": self._may_reject or ctx.config.reviewer.reviewer_may_reject,
-            "evidence_mode": self._evidence,
-        }
+        details = ReviewerPacketNote(
+            template=TEMPLATE,
+            prompt_sha256=packet.sha256,
+            model=ctx.config.llm.model,
+            votes_asked=ctx.config.reviewer.votes,
+            temperature=ctx.config.reviewer.temperature,
+            evidence_ids={ident: ev.summary for ident, ev in packet.ids.items()},
+            policy=self._may_reject or ctx.config.reviewer.reviewer_may_reject,
+            evidence_mode=self._evidence,
+        )
         summary = f"asked {ctx.config.llm.model} for {ctx.config.reviewer.votes} votes on prompt {TEMPLATE}"
         return Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
 

@@ -16,10 +16,22 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from cascade.config import StaticConfig
 from cascade.context import ReviewContext
 from cascade.errors import RequiredToolUnavailable
-from cascade.models import Diagnostic, Evidence, EvidenceKind, Outcome, StageResult
+from cascade.models import (
+    Diagnostic,
+    Evidence,
+    EvidenceKind,
+    Outcome,
+    StageResult,
+    StaticDetails,
+    StaticTargetsNote,
+    ToolFailure,
+    ToolTiming,
+)
 from cascade.static.dependents import Targets, find_targets
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics
 from cascade.static.pyright import run_pyright
@@ -96,9 +108,11 @@ def judge(
     new: list[Diagnostic] = []
     commands: dict[str, list[str]] = {}
     failed: list[Evidence] = []
+    failed_tools: list[str] = []
     for base_run, patched_run in zip(base_runs, patched_runs, strict=True):
         if not (base_run.ok and patched_run.ok):
             failed.append(_unavailable(base_run, patched_run))
+            failed_tools.append(base_run.tool)
             continue
         before = fingerprint_all(base_run.diagnostics, targets.renamed)
         after = fingerprint_all(patched_run.diagnostics, targets.renamed)
@@ -108,7 +122,7 @@ def judge(
         raise RequiredToolUnavailable(f"static: {failed[0].summary} (required by --require-tools / require_tools)")
     evidence += failed
     ran = [r.tool for r in patched_runs if r.ok]
-    limitations = [_limitation(e.details["tool"], ran) for e in failed]
+    limitations = [_limitation(tool, ran) for tool in failed_tools]
     classes = {d.fingerprint: rule_class(d, layout, targets.added_lines) for d in new}
     rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules)]
     others = [d for d in new if classes[d.fingerprint] not in set(cfg.reject_rules)]
@@ -135,13 +149,13 @@ def _limitation(tool: str, ran: list[str]) -> str:
 
 def _targets_evidence(targets: Targets, runs: list[ToolRun]) -> Evidence:
     summary = f"checked {len(targets.changed)} changed file(s) and {len(targets.dependents)} dependent(s)"
-    details = {
-        "changed": targets.changed,
-        "dependents": targets.dependents,
-        "names": targets.names,
-        "renamed": targets.renamed,
-        "tool_seconds": [{"tool": r.tool, "tree": r.tree, "seconds": r.seconds} for r in runs],
-    }
+    details = StaticTargetsNote(
+        changed=targets.changed,
+        dependents=targets.dependents,
+        names=targets.names,
+        renamed=targets.renamed,
+        tool_seconds=[ToolTiming(tool=r.tool, tree=r.tree, seconds=r.seconds) for r in runs],
+    )
     return Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary, details=details)
 
 
@@ -152,7 +166,7 @@ def _unavailable(base_run: ToolRun, patched_run: ToolRun) -> Evidence:
         kind=EvidenceKind.UNAVAILABLE,
         grounded=False,
         summary=f"{base_run.tool} unavailable: {error}",
-        details={"tool": base_run.tool, "base_error": base_run.error, "patched_error": patched_run.error},
+        details=ToolFailure(tool=base_run.tool, base_error=base_run.error, patched_error=patched_run.error),
         commands=commands,
     )
 
@@ -161,7 +175,7 @@ def _diagnostics_evidence(
     diagnostics: list[Diagnostic],
     classes: dict[str, str],
     commands: dict[str, list[str]],
-    configs: dict[str, dict[str, object]],
+    configs: dict[str, dict[str, JsonValue]],
     *,
     rejecting: bool,
 ) -> Evidence:
@@ -182,11 +196,11 @@ def _diagnostics_evidence(
         summary=summary,
         diagnostics=diagnostics[:MAX_LISTED],
         commands=[c for t in tools for c in commands.get(t, [])],
-        details={
-            "counts_by_class": dict(counts),
-            "class_of": {d.fingerprint: classes[d.fingerprint] for d in diagnostics[:MAX_LISTED]},
-            "total": len(diagnostics),
-            "tool_configs": {t: configs[t] for t in tools if t in configs},
-            "rejecting": rejecting,
-        },
+        details=StaticDetails(
+            counts_by_class=dict(counts),
+            class_of={d.fingerprint: classes[d.fingerprint] for d in diagnostics[:MAX_LISTED]},
+            total=len(diagnostics),
+            tool_configs={t: configs[t] for t in tools if t in configs},
+            rejecting=rejecting,
+        ),
     )

@@ -6,7 +6,7 @@ trace step and the command line that matched a rule of `cascade/safety.py`."""
 from __future__ import annotations
 
 from cascade.context import ReviewContext
-from cascade.models import Evidence, EvidenceKind, Outcome, StageResult, Trace
+from cascade.models import Evidence, EvidenceKind, Outcome, StageResult, Trace, TraceScanDetails
 from cascade.safety import scan_trace
 
 
@@ -46,6 +46,6 @@ def trace_scan_evidence(trace: Trace | None) -> Evidence | None:
         kind=EvidenceKind.TRACE_SCAN,
         grounded=True,
         summary=f"{len(effects)} unsafe operation(s) among the commands the agent executed",
-        details={"side_effects": [effect.model_dump() for effect in effects]},
+        details=TraceScanDetails(side_effects=effects),
         commands=sorted({effect.target for effect in effects}),
     )

@@ -11,13 +11,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.config import ProbesConfig
 from cascade.execution.runner import PytestRun, TestResult, executed_lines
-from cascade.models import Evidence, EvidenceKind, Outcome, StageResult
+from cascade.models import (
+    Evidence,
+    EvidenceKind,
+    NoDetails,
+    Outcome,
+    ProbeDetails,
+    ProbeRunSide,
+    RegressionDetails,
+    RunNote,
+    SideEffectDetails,
+    StageResult,
+)
 from cascade.probesources.base import ProbeCandidate, ProbeFeedback
 from cascade.safety import SideEffect
 
@@ -59,11 +69,9 @@ def short(text: str) -> str:
 
 def info(summary: str, *runs: PytestRun) -> Judgement:
     """An ungrounded note, with the commands and the log tail of the runs it is about."""
-    details: dict[str, Any] = {}
-    if runs:
-        details["commands"] = [r.command for r in runs]
-        details["log_excerpt"] = short(runs[-1].log_excerpt())
-    return Judgement(evidence=Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details))
+    details = RunNote(commands=[r.command for r in runs], log_excerpt=short(runs[-1].log_excerpt())) if runs else None
+    evidence = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details or NoDetails())
+    return Judgement(evidence=evidence)
 
 
 # -- regression ------------------------------------------------------------------------------------------------------
@@ -93,8 +101,10 @@ def confirmed(suspects: list[TestResult], base_again: PytestRun, patched_again: 
     return result
 
 
-def regression(test: TestResult, base_run: PytestRun, patched_run: PytestRun, selection: dict[str, Any]) -> Judgement:
-    """A confirmed patch-caused failure; ``selection`` says why the test was run (``selected_by``, ``chunk``)."""
+def regression(
+    test: TestResult, base_run: PytestRun, patched_run: PytestRun, selected_by: str, chunk: int
+) -> Judgement:
+    """A confirmed patch-caused failure; ``selected_by`` and ``chunk`` say why the test was run."""
     crash = test.failure_class == "crash"
     what = test.exception or test.reason
     if crash:
@@ -108,17 +118,18 @@ def regression(test: TestResult, base_run: PytestRun, patched_run: PytestRun, se
         kind=EvidenceKind.REGRESSION,
         grounded=True,
         summary=summary,
-        details={
-            "test_id": test.test_id,
-            "class": "crash" if crash else "assertion",
-            "exception": test.exception,
-            "expected_vs_got": test.message,
-            "log_excerpt": short(test.excerpt),
-            "confirmed_by_rerun": True,
-            "source": "regression",
-            "verdict": "reject" if crash else "evidence",
-            **selection,
-        },
+        details=RegressionDetails(
+            test_id=test.test_id,
+            failure_class="crash" if crash else "assertion",
+            exception=test.exception,
+            expected_vs_got=test.message,
+            log_excerpt=short(test.excerpt),
+            confirmed_by_rerun=True,
+            source="regression",
+            verdict="reject" if crash else "evidence",
+            selected_by=selected_by,
+            chunk=chunk,
+        ),
         commands=[f"cd <base> && {base_run.command}", f"cd <patched> && {patched_run.command}"],
     )
     return Judgement(evidence=evidence, reject=summary if crash else None)
@@ -176,17 +187,17 @@ def probe(
     if result is None or result.status in ("setup_error", "skipped") or run.run_error:
         why = run.run_error or (result.reason if result else "no result")
         return info(f"{label} inconclusive on the patch: {why}", run)
-    details: dict[str, Any] = {
-        "probe": cand.name,
-        "origin": cand.origin,
-        "test_id": base_test.test_id,
-        "base": {"status": base_test.status, "message": base_test.message, "excerpt": short(base_test.excerpt)},
-        "patched": {"status": result.status, "message": result.message, "excerpt": short(result.excerpt)},
-        "executed_changed_lines": rel_hit,
-        "probe_file": cand.content if len(cand.content) < 20_000 else cand.content[:20_000],
-        "source": cand.origin,
-        "verdict": "reject" if result.status == "behavioural_fail" else "evidence",
-    }
+    details = ProbeDetails(
+        probe=cand.name,
+        origin=cand.origin,
+        test_id=base_test.test_id,
+        base=ProbeRunSide(status=base_test.status, message=base_test.message, excerpt=short(base_test.excerpt)),
+        patched=ProbeRunSide(status=result.status, message=result.message, excerpt=short(result.excerpt)),
+        executed_changed_lines=rel_hit,
+        probe_file=cand.content if len(cand.content) < 20_000 else cand.content[:20_000],
+        source=cand.origin,
+        verdict="reject" if result.status == "behavioural_fail" else "evidence",
+    )
     commands = [f"cd <base> && {base_run.command}", f"cd <patched> && {run.command}"]
     reject = accept = None
     if result.status == "behavioural_fail":
@@ -206,15 +217,14 @@ def probe(
 def side_effects(effects: list[SideEffect]) -> Judgement | None:
     """The oracle's records of every run: harmful ones reject (allowed ones ride along as context); allowed ones
     alone are ungrounded context, with their total counted (only a sample is kept)."""
-    harmful = [e.model_dump() for e in effects if not e.benign]
-    allowed = [e.model_dump() for e in effects if e.benign][:MAX_ALLOWED_RECORDS]
+    harmful = [e for e in effects if not e.benign]
+    allowed = [e for e in effects if e.benign][:MAX_ALLOWED_RECORDS]
     if not harmful and not allowed:
         return None
-    details = {"side_effects": harmful + allowed, "allowed_total": sum(e.benign for e in effects)}
+    details = SideEffectDetails(side_effects=harmful + allowed, allowed_total=sum(e.benign for e in effects))
     if not harmful:
         summary = (
-            f"{details['allowed_total']} allowed record(s) of the runs (allow-list entries, subprocesses, own "
-            "listeners)"
+            f"{details.allowed_total} allowed record(s) of the runs (allow-list entries, subprocesses, own listeners)"
         )
         return Judgement(evidence=Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=False, summary=summary,
                                            details=details))  # fmt: skip

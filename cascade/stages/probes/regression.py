@@ -10,7 +10,7 @@ import time
 
 from cascade.execution.runner import PytestRun, TestResult
 from cascade.execution.test_selection import chunked
-from cascade.models import EvidenceKind, FileKind, Patch
+from cascade.models import FileKind, Patch, RegressionDetails
 from cascade.stages.probes import judging
 from cascade.stages.probes.selection import select_regression_tests, wider_regression_selection
 from cascade.stages.probes.session import Session, placed_many
@@ -64,12 +64,11 @@ def _run_chunk(
         suspects = judging.broken_tests(base_run, patched_run)
         confirmed = _confirm(session, suspects, count) if suspects else []
     evidence = session.findings.evidence
-    known = {e.details.get("test_id") for e in evidence if e.kind == EvidenceKind.REGRESSION}
+    known = {e.details.test_id for e in evidence if isinstance(e.details, RegressionDetails)}
     confirmed = [t for t in confirmed if t.test_id not in known]  # a file of a later chunk may re-run a test
     for test in confirmed:
         selected_by = next((r for t, r in reasons.items() if test.test_id.startswith(t)), "name_or_import")
-        selection = {"selected_by": selected_by, "chunk": index}
-        session.findings.add(judging.regression(test, base_run, patched_run, selection))
+        session.findings.add(judging.regression(test, base_run, patched_run, selected_by, index))
     if not confirmed:
         passed = sum(1 for t in base_run.tests if t.status == "pass")
         where = ", ".join(targets)

@@ -9,7 +9,7 @@ from pathlib import Path
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
 from cascade.execution.envs import Environment
-from cascade.models import Evidence, EvidenceKind, StageResult
+from cascade.models import Evidence, EvidenceKind, SandboxSetup, StageResult
 from cascade.probesources import default_probe_sources
 from cascade.probesources.base import ProbeSource
 from cascade.probesources.generated import llm_accounting
@@ -52,7 +52,7 @@ class ProbesStage:
             return StageResult.skipped(self.name, f"no execution environment: {exc}")
         session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched))
         summary = f"ran in sandbox '{sandbox.isolation}' with {env.description}"
-        details = {"isolation": sandbox.isolation, "python": env.python_version}
+        details = SandboxSetup(isolation=sandbox.isolation, python=env.python_version)
         setup = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
         session.findings.evidence.append(setup)
         if built:

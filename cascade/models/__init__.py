@@ -3,17 +3,81 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.config import CascadeConfig
+from cascade.models.evidence import (
+    DETAILS_BY_KIND,
+    AbstentionDetails,
+    ArtifactFinding,
+    BinaryFilesNote,
+    Details,
+    Diagnostic,
+    EffectKind,
+    Evidence,
+    EvidenceKind,
+    Frozen,
+    HygieneDetails,
+    InjectionDetails,
+    InjectionFinding,
+    NoChangeDetails,
+    NoDetails,
+    OfficialTestsDetails,
+    ProbeDetails,
+    ProbeRunSide,
+    RegressionDetails,
+    ReviewerPacketNote,
+    RunNote,
+    SandboxSetup,
+    SideEffect,
+    SideEffectDetails,
+    StaticDetails,
+    StaticTargetsNote,
+    StrippedHunk,
+    ToolFailure,
+    ToolTiming,
+    TraceScanDetails,
+    VoteDetails,
+)
+
+# Evidence and its details live in cascade/models/evidence.py; importers use cascade.models for both.
+__all__ = [
+    "DETAILS_BY_KIND",
+    "AbstentionDetails",
+    "ArtifactFinding",
+    "BinaryFilesNote",
+    "Details",
+    "Diagnostic",
+    "EffectKind",
+    "Evidence",
+    "EvidenceKind",
+    "Frozen",
+    "HygieneDetails",
+    "InjectionDetails",
+    "InjectionFinding",
+    "NoChangeDetails",
+    "NoDetails",
+    "OfficialTestsDetails",
+    "ProbeDetails",
+    "ProbeRunSide",
+    "RegressionDetails",
+    "ReviewerPacketNote",
+    "RunNote",
+    "SandboxSetup",
+    "SideEffect",
+    "SideEffectDetails",
+    "StaticDetails",
+    "StaticTargetsNote",
+    "StrippedHunk",
+    "ToolFailure",
+    "ToolTiming",
+    "TraceScanDetails",
+    "VoteDetails",
+]
 
 REPORT_SCHEMA_VERSION = "1.0"
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class FileKind(str, Enum):
@@ -159,48 +223,6 @@ class ReviewRequest(Frozen):
     config: CascadeConfig = Field(default_factory=CascadeConfig)
 
 
-class EvidenceKind(str, Enum):
-    NO_CHANGE = "no_change"
-    HYGIENE = "hygiene"
-    INJECTION = "injection"
-    STATIC = "static"
-    PROBE = "probe"
-    REGRESSION = "regression"
-    SIDE_EFFECT = "side_effect"
-    TRACE_SCAN = "trace_scan"
-    REVIEW_VOTE = "review_vote"
-    OFFICIAL_TESTS = "official_tests"
-    APPLY = "apply"
-    UNAVAILABLE = "unavailable"
-    INFO = "info"
-
-
-class Diagnostic(Frozen):
-    """One static-analysis finding, in a tool-neutral shape."""
-
-    tool: Literal["ruff", "pyright"]
-    rule: str
-    path: str
-    line: int
-    column: int = 0
-    end_line: int | None = None
-    end_column: int | None = None
-    message: str
-    severity: Literal["error", "warning", "information"] = "error"
-    source_line: str = ""
-    fingerprint: str = ""
-
-
-class Evidence(Frozen):
-    kind: EvidenceKind
-    grounded: bool = Field(description="True when anyone can re-run the check and see the same result.")
-    summary: str
-    details: dict[str, Any] = Field(default_factory=dict)
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
-    commands: list[str] = Field(default_factory=list, description="Commands that reproduce the evidence.")
-    seconds: float = 0.0
-
-
 class Outcome(str, Enum):
     ACCEPT = "accept"
     REJECT = "reject"
@@ -261,6 +283,16 @@ class StageResult(BaseModel):
         return cls(stage=stage, outcome=Outcome.SKIPPED, reason=reason, evidence=[evidence])
 
 
+class Policy(Frozen):
+    """The settings a verdict's decision depends on, recorded with it."""
+
+    probe_pass: str
+    reviewer_may_reject: str
+    reject_rules: list[str]
+    llm_model: str | None
+    sandbox: str
+
+
 class Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -270,7 +302,7 @@ class Verdict(BaseModel):
     deciding_stage: str | None = None
     reason: str
     stages: list[StageResult] = Field(default_factory=list)
-    policy: dict[str, Any] = Field(default_factory=dict)
+    policy: Policy | None = Field(default=None, description="The settings that shape a decision (None: not given).")
     cost: Cost = Field(default_factory=Cost)
     apply_method: str | None = Field(
         default=None,
