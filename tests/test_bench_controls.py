@@ -27,7 +27,7 @@ from cascade.config import CascadeConfig
 from cascade.errors import BadInput
 from cascade.models import Verdict
 from cascade.workspace import apply_patch
-from tests.conftest import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, run_git
 
 OPS = "def div(a, b):\n    return a / b\n"
 FIXED = "def div(a, b):\n    if b == 0:\n        return None\n    return a / b\n"
