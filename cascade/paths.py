@@ -2,12 +2,24 @@
 
 One mapping for every stage: ``src/`` and ``lib/`` layouts drop their prefix (``lib/matplotlib/axes.py`` →
 ``matplotlib.axes``), packages drop ``__init__``. Which files a *patch* counts as tests is configurable
-(``no_change.test_globs``, `cascade/patch.py`); `is_test_file` is pytest's own default naming rule.
+(``no_change.test_globs``, `cascade/patch.py`); which files of a *repository* are its test modules is pytest's
+default naming rule (`is_test_file`) plus the repository's own ``python_files`` (`is_repo_test_file`).
 """
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import configparser
+import fnmatch
+import sys
+from pathlib import Path, PurePosixPath
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the tomllib backport, a dependency on 3.10 only
+    import tomli as tomllib
+
+# Where pytest reads its ini options, in its own order of precedence (file, section).
+_PYTEST_INI = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 
 LAYOUT_ROOTS = ("src", "lib")
 
@@ -34,3 +46,32 @@ def is_test_file(path: str) -> bool:
     """pytest's default test-module names: ``test_*.py`` and ``*_test.py``."""
     name = PurePosixPath(path).name
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def pytest_file_patterns(tree: Path) -> list[str]:
+    """The repository's own ``python_files`` patterns (pytest's defaults apply besides them): files a project
+    names ``unittest_*.py`` are its tests as much as ``test_*.py`` ones."""
+    pyproject = tree / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            options = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+        except tomllib.TOMLDecodeError:
+            options = {}
+        value = options.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("python_files")
+        if value:
+            return value.split() if isinstance(value, str) else [str(v) for v in value]
+    for name, section in _PYTEST_INI:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(tree / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_option(section, "python_files"):
+            return parser.get(section, "python_files").split()
+    return []
+
+
+def is_repo_test_file(path: str, patterns: list[str]) -> bool:
+    """pytest's default test-module names, or the repository's own ``python_files`` patterns."""
+    name = PurePosixPath(path).name
+    return is_test_file(path) or (name.endswith(".py") and any(fnmatch.fnmatchcase(name, p) for p in patterns))

@@ -11,18 +11,18 @@ from cascade.execution.test_selection import (
     SelectedTests,
     changed_functions,
     chunked,
-    imported_modules,
     named_after,
     named_after_package,
-    pytest_file_patterns,
+    regression_plan,
     select_tests,
 )
+from cascade.imports import imported_modules
 from cascade.models import EvidenceKind, Outcome, RegressionDetails, ReviewRequest
 from cascade.patch import parse_patch
+from cascade.paths import pytest_file_patterns
 from cascade.pipeline import review
 from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import ProbesStage
-from cascade.stages.probes.selection import select_regression_tests
 from tests.support import MakeRepo, diff_of
 
 CORE = "def scale(x):\n    return 2 * x\n\n\ndef unrelated():\n    return 1\n"
@@ -87,7 +87,7 @@ def test_regression_selection_reads_the_projects_python_files_and_package_names(
     repo = make_repo(files)
     assert pytest_file_patterns(repo) == ["*test_*.py"]
     patch = parse_patch(diff_of(repo, {"shop/models.py": "def value():\n    return 2 - 1\n"}))
-    assert select_regression_tests(patch, repo) == ["tests/unittest_models.py", "tests/test_shop.py"]
+    assert regression_plan(patch, repo, repo).nearby == ["tests/unittest_models.py", "tests/test_shop.py"]
 
 
 def test_pyproject_python_files_wins_over_defaults(make_repo: MakeRepo) -> None:
@@ -97,10 +97,30 @@ def test_pyproject_python_files_wins_over_defaults(make_repo: MakeRepo) -> None:
 
 
 def test_relative_imports_resolve_against_the_package() -> None:
-    assert imported_modules("from .core import scale\nfrom .. import top\n", "pkg.sub.user") == {
+    assert imported_modules("from .core import scale\nfrom .. import top\n", "pkg/sub/user.py") == {
         "pkg.sub.core", "pkg.sub.core.scale", "pkg", "pkg.top",
     }  # fmt: skip
-    assert "a.b" in imported_modules("import a.b as c, os\n", "x")
+    assert imported_modules("from . import core\n", "pkg/sub/__init__.py") == {"pkg.sub", "pkg.sub.core"}
+    assert "a.b" in imported_modules("import a.b as c, os\n", "x.py")
+    assert imported_modules('"""Example:\n\nfrom pkg import core\n"""\nimport os\n', "t.py") == {"os"}  # code only
+
+
+def test_the_nearby_pick_is_the_first_chunk_and_reads_relative_imports(make_repo: MakeRepo) -> None:
+    """A test package importing the changed module relatively is an importer for the nearby pick too (it once read
+    absolute imports only, while the wider selection read relative ones); an import in a docstring is none."""
+    files = {
+        **FILES,
+        "pkg/tests/__init__.py": "",
+        "pkg/tests/test_relative.py": "from ..core import scale\n\n\ndef test_r():\n    assert scale(1) == 2\n",
+        "tests/test_doc.py": '"""Try it:\n\nfrom pkg.core import scale\n"""\n\n\ndef test_d():\n    assert True\n',
+    }
+    repo = make_repo(files)
+    patch = parse_patch(diff_of(repo, {"pkg/core.py": CORE.replace("2 * x", "x * 2")}))
+    plan = regression_plan(patch, repo, repo, max_files=3)
+    assert plan.nearby == ["tests/test_core.py", "pkg/tests/test_relative.py", "tests/test_direct.py"]
+    whole = select_tests(repo, tracked(repo), ["pkg/core.py"], {"scale"})
+    assert [s.target for s in whole[:3]] == plan.nearby and plan.wider == whole[3:]
+    assert "tests/test_doc.py" not in {s.target for s in whole}
 
 
 def test_changed_functions_and_chunks() -> None:

@@ -1,9 +1,9 @@
-"""Which existing tests to run as regression checks for a change (issue 15, point 2). Pure: a tree and the change in,
-pydantic ``SelectedTests`` out, nearest first.
+"""Which existing tests exercise a change: the one answer Stage 2's regression check uses. Pure: a tree and the
+change in, pydantic ``SelectedTests`` out, nearest first (docs/architecture.md, Test selection).
 
 1. ``name`` — test files named after a changed module: ``test_<module>.py``, ``<module>_test.py``, and with a prefix
    as projects spell them (``test_ext_viewcode.py`` for ``sphinx/ext/viewcode.py``, pylint's ``unittest_misc.py``);
-2. ``import`` — test files importing a changed module;
+2. ``import`` — test files importing a changed module (`cascade/imports.py`, relative imports included);
    ``package_name`` — test files named after a package the changed module is in, where its tests live
    (``tests/test_requests.py`` for ``requests/models.py``: small projects keep one test file per package and
    import it through ``__init__``);
@@ -12,25 +12,27 @@ pydantic ``SelectedTests`` out, nearest first.
 4. ``import_hop`` — test files importing a module that itself imports a changed module (one in-repo hop; package
    ``__init__`` modules are no hop: through them every test reaches everything).
 
-Within a group, files sharing a longer directory prefix with the change come first. The first two entries are the
-selection Stage 2 made before (name-mapped, then importers), so a budget of "first chunk only" reproduces it.
-Imports are read with a line scanner, not a parser, so a sympy-size tree costs well under a second.
+Test files are the repository's own: pytest's default names plus its ``python_files`` (`cascade/paths.py`).
+Within a group, files sharing a longer directory prefix with the change come first. The nearby pick Stage 2 always
+runs is the first chunk of this list: its first ``MAX_REGRESSION_FILES`` files of groups 1 and 2.
 """
 
 from __future__ import annotations
 
-import configparser
-import fnmatch
 import re
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
-from cascade.paths import is_test_file, module_of
+from cascade.git import git
+from cascade.imports import imported_modules, within
+from cascade.models import FileKind, Patch
+from cascade.paths import is_repo_test_file, module_of, pytest_file_patterns
 
 SelectionReason = Literal["name", "import", "package_name", "test_name", "import_hop"]
+NEARBY_REASONS: frozenset[SelectionReason] = frozenset({"name", "import", "package_name"})
+MAX_REGRESSION_FILES = 2  # nearby test files per review (name-mapped first): each runs on both trees
 MAX_TEST_NAME_MATCHES = 20
 MIN_FUNCTION_NAME = 4
 # Function names too generic to say which tests are about them.
@@ -38,15 +40,11 @@ _GENERIC = frozenset(
     {"init", "new", "call", "repr", "str", "eq", "hash", "doit", "eval", "main", "run", "get", "set", "setup",
      "update", "apply", "args", "func", "name", "copy", "items", "keys", "values", "parse", "print", "format"}
 )  # fmt: skip
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#]+)"
-                     r"|import[ \t]+(?P<mods>[^\n#]+))", re.MULTILINE)  # fmt: skip
 _TEST_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>test\w*)", re.MULTILINE)
 _CLASS_DEF = re.compile(r"^class[ \t]+(?P<name>Test\w*)", re.MULTILINE)
 # What a test file's stem says it is about: the part after a "...test_" prefix or before a "_test" suffix.
 _TEST_AFFIX = re.compile(r"^\w*?test_|_test$")
 _TEST_DIRS = frozenset({"tests", "test", "testing"})
-# Where pytest reads its ini options, in its own order of precedence (file, section).
-_PYTEST_INI = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 
 
 class SelectedTests(BaseModel):
@@ -56,37 +54,30 @@ class SelectedTests(BaseModel):
     reason: SelectionReason
 
 
-def imported_modules(text: str, own_module: str, is_package: bool = False) -> set[str]:
-    """Absolute names of what a file imports: ``import a.b`` → a.b; ``from a import b`` → a and a.b (b may be a
-    module); relative imports resolved against ``own_module``."""
-    found: set[str] = set()
-    package = own_module if is_package else own_module.rpartition(".")[0]
-    for match in _IMPORT.finditer(text):
-        if match["mods"]:
-            for part in match["mods"].split(","):
-                name = part.strip().split(" ")[0]
-                if name:
-                    found.add(name)
-            continue
-        origin = match["from"] or ""
-        dots = len(origin) - len(origin.lstrip("."))
-        if dots:
-            base = package.split(".") if package else []
-            base = base[: len(base) - (dots - 1)] if dots > 1 else base
-            rest = origin[dots:]
-            origin = ".".join([*base, rest] if rest else base)
-        if not origin:
-            continue
-        found.add(origin)
-        for part in match["names"].strip("()").split(","):
-            name = part.strip().split(" ")[0]
-            if name and name != "*":
-                found.add(f"{origin}.{name}")
-    return found
+class RegressionPlan(BaseModel):
+    """The selection split where Stage 2 splits it: the nearby files it always runs, then the rest under a budget."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nearby: list[str] = Field(description="The first files of the name, import and package_name groups.")
+    wider: list[SelectedTests] = Field(description="Everything else the selection holds, in its order.")
 
 
-def _within(name: str, modules: set[str]) -> bool:
-    return any(name == m or name.startswith(m + ".") for m in modules)
+def regression_plan(patch: Patch, base: Path, patched: Path, max_files: int = MAX_REGRESSION_FILES) -> RegressionPlan:
+    """The regression tests of ``patch``: functions it changes are read from ``patched``, everything else from
+    ``base`` (test files the patch removes are left out)."""
+    code = [f for f in patch.files if f.kind == FileKind.CODE and f.is_python and f.source_path]
+    functions: set[str] = set()
+    for f in code:
+        lines = {n for h in f.hunks for n in (h.changed_target_lines or [h.target_start])}
+        path = patched / (f.target_path or f.path)
+        if path.is_file():
+            functions |= changed_functions(path.read_text(encoding="utf-8", errors="replace"), lines)
+    removed = {f.path for f in patch.files if f.is_removed}
+    tracked = git(base, "ls-files", "--", "*.py").splitlines()
+    selection = select_tests(base, tracked, [f.path for f in code], functions, exclude=removed)
+    nearby = [s for s in selection if s.reason in NEARBY_REASONS][:max_files]
+    return RegressionPlan(nearby=[s.target for s in nearby], wider=[s for s in selection if s not in nearby])
 
 
 def proximity(path: str, changed: list[str]) -> int:
@@ -111,8 +102,7 @@ def _read(tree: Path, path: str) -> str:
 
 
 def _imports_of(tree: Path, path: str) -> set[str]:
-    module = module_of(path) or ""
-    return imported_modules(_read(tree, path), module, PurePosixPath(path).name == "__init__.py")
+    return imported_modules(_read(tree, path), path)
 
 
 def _function_keys(functions: set[str]) -> set[str]:
@@ -140,35 +130,6 @@ def tests_named_after(text: str, path: str, keys: set[str]) -> list[str]:
         else:
             ids.append(f"{path}::{name}")
     return ids
-
-
-def pytest_file_patterns(tree: Path) -> list[str]:
-    """The repository's own ``python_files`` patterns (pytest's defaults apply besides them): files a project
-    names ``unittest_*.py`` are its tests as much as ``test_*.py`` ones."""
-    pyproject = tree / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            options = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
-        except tomllib.TOMLDecodeError:
-            options = {}
-        value = options.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("python_files")
-        if value:
-            return value.split() if isinstance(value, str) else [str(v) for v in value]
-    for name, section in _PYTEST_INI:
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(tree / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_option(section, "python_files"):
-            return parser.get(section, "python_files").split()
-    return []
-
-
-def is_repo_test_file(path: str, patterns: list[str]) -> bool:
-    """pytest's default test-module names, or the repository's own ``python_files`` patterns."""
-    name = PurePosixPath(path).name
-    return is_test_file(path) or (name.endswith(".py") and any(fnmatch.fnmatchcase(name, p) for p in patterns))
 
 
 def subject_of(path: str) -> str:
@@ -231,7 +192,7 @@ def select_tests(
             named.extend(tests_named_after(texts[p], p, keys))
     for node_id in named[:MAX_TEST_NAME_MATCHES]:
         chosen.append(SelectedTests(target=node_id, reason="test_name"))
-    hops = _hop_modules(tree, tracked, modules, leaves)
+    hops = _hop_modules(tree, tracked, modules, leaves, patterns)
     if hops:
         hop_leaves = {h.rsplit(".", 1)[-1] for h in hops}
         take([p for p in tests if p not in taken and any(leaf in texts[p] for leaf in hop_leaves)
@@ -240,21 +201,21 @@ def select_tests(
 
 
 def _within_any(imports: set[str], modules: set[str]) -> bool:
-    return any(_within(name, modules) for name in imports)
+    return any(within(name, modules) for name in imports)
 
 
-def _hop_modules(tree: Path, tracked: list[str], modules: set[str], leaves: set[str]) -> set[str]:
+def _hop_modules(tree: Path, tracked: list[str], modules: set[str], leaves: set[str], patterns: list[str]) -> set[str]:
     """Non-test, non-package modules of the repository that import a changed module."""
     hops: set[str] = set()
     for p in tracked:
         name = PurePosixPath(p).name
-        if is_test_file(p) or name in ("__init__.py", "conftest.py", "setup.py") or "/tests/" in f"/{p}":
+        if is_repo_test_file(p, patterns) or name in ("__init__.py", "conftest.py", "setup.py") or "/tests/" in f"/{p}":
             continue
         module = module_of(p)
         if module is None or module in modules:
             continue
         text = _read(tree, p)
-        if any(leaf in text for leaf in leaves) and _within_any(imported_modules(text, module), modules):
+        if any(leaf in text for leaf in leaves) and _within_any(imported_modules(text, p), modules):
             hops.add(module)
     return hops
 

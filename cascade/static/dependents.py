@@ -23,10 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.config import NoChangeConfig
 from cascade.git import run_git
+from cascade.imports import imports_any
 from cascade.models import FilePatch, Patch
 from cascade.patch import classify
 from cascade.paths import module_of
-from cascade.static.rules import resolve_relative
 
 Defs = dict[str, str]  # name → ast dump of its signature ("" for plain assignments)
 
@@ -128,28 +128,6 @@ def git_grep_files(tree: Path, names: list[str], timeout: float) -> list[str]:
     return [line for line in proc.stdout.splitlines() if line]
 
 
-def imports_module(source: str, rel_path: str, modules: set[str]) -> bool:
-    """True when the file at ``rel_path`` imports one of ``modules`` (or something inside it) by any spelling:
-    ``import m``, ``from m import x``, ``from pkg import m``, and the relative forms ``from .m import x`` /
-    ``from . import m``."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
-
-    def hit(name: str) -> bool:
-        return any(name == m or name.startswith(m + ".") for m in modules)
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(hit(a.name) for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom):
-            origin = resolve_relative(rel_path, node.module, node.level)
-            if hit(origin) or any(hit(f"{origin}.{a.name}" if origin else a.name) for a in node.names):
-                return True
-    return False
-
-
 def importers_of(tree: Path, modules: list[str], timeout: float) -> list[str]:
     """Tracked Python files of ``tree`` that import one of ``modules`` (a module the patch removes or renames).
 
@@ -159,7 +137,7 @@ def importers_of(tree: Path, modules: list[str], timeout: float) -> list[str]:
         return []
     wanted = set(modules)
     candidates = git_grep_files(tree, sorted({m.rsplit(".", 1)[-1] for m in modules}), timeout)
-    return [p for p in candidates if imports_module(_read(tree, p) or "", p, wanted)]
+    return [p for p in candidates if imports_any(_read(tree, p) or "", p, wanted)]
 
 
 def find_targets(

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from cascade.imports import resolve_relative
 from cascade.models import Diagnostic
-from cascade.paths import module_parts
 
 SOURCE_ROOTS = ("", "src", "lib")
 _UNKNOWN_IMPORT_SYMBOL = re.compile(r'^"(?P<name>[\w.]+)" is unknown import symbol')
@@ -117,15 +117,6 @@ class RepoLayout:
             except (OSError, SyntaxError, ValueError):
                 self._asts[rel_path] = None
         return self._asts[rel_path]
-
-
-def resolve_relative(rel_path: str, module: str | None, level: int) -> str:
-    """The absolute dotted name of ``from <level dots><module> import …`` written in ``rel_path``."""
-    if level == 0:
-        return module or ""
-    package = module_parts(rel_path)[:-1]  # a module's package; for __init__.py the package itself
-    package = package[: len(package) - (level - 1)] if level > 1 else package
-    return ".".join([*package, *([module] if module else [])])
 
 
 AddedLines = dict[str, set[int]]  # patched-tree path → line numbers the patch added there

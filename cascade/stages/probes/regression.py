@@ -1,7 +1,8 @@
 """The regression check: existing tests run on both trees; a confirmed patch-caused failure is evidence.
 
-The nearby files (`selection.select_regression_tests`) always run; the wider selection (importers, tests named
-after changed functions, one-hop importers) follows in chunks while ``regression_budget_seconds`` lasts.
+The nearby files (the first chunk of the selection in `cascade/execution/test_selection.py`) always run; the wider
+selection (importers, tests named after changed functions, one-hop importers) follows in chunks while
+``regression_budget_seconds`` lasts.
 """
 
 from __future__ import annotations
@@ -9,10 +10,9 @@ from __future__ import annotations
 import time
 
 from cascade.execution.runner import PytestRun, TestResult
-from cascade.execution.test_selection import chunked
+from cascade.execution.test_selection import chunked, regression_plan
 from cascade.models import FileKind, Patch, RegressionDetails
 from cascade.stages.probes import judging
-from cascade.stages.probes.selection import select_regression_tests, wider_regression_selection
 from cascade.stages.probes.session import Session, placed_many
 
 MIN_CHUNK_SECONDS = 10  # a wider regression chunk is started only with this much of its budget left
@@ -20,11 +20,11 @@ MIN_CHUNK_SECONDS = 10  # a wider regression chunk is started only with this muc
 
 def check_regressions(session: Session, patch: Patch, max_files: int) -> None:
     """The nearby files first (as Stage 2 always did), then the wider selection in chunks under the budget."""
-    files = select_regression_tests(patch, session.base, max_files)
+    plan = regression_plan(patch, session.base, session.patched, max_files)
+    files, wider = plan.nearby, plan.wider
     if not files:
         session.info("regression: no existing test file near the change")
         return
-    wider = wider_regression_selection(patch, session.base, session.patched, exclude=set(files))
     reasons = {s.target: s.reason for s in wider}
     cfg = session.config.probes
     _run_chunk(session, patch, files, 0, None, reasons)

@@ -9,6 +9,7 @@ from pathlib import Path
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
 from cascade.execution.envs import Environment
+from cascade.execution.test_selection import MAX_REGRESSION_FILES
 from cascade.models import Evidence, EvidenceKind, SandboxSetup, StageResult
 from cascade.probesources import default_probe_sources
 from cascade.probesources.base import ProbeSource
@@ -19,7 +20,6 @@ from cascade.stages.probes.changes import changed_lines
 from cascade.stages.probes.environment import make_environment, make_sandbox, prepare_extensions
 from cascade.stages.probes.probing import run_probes
 from cascade.stages.probes.regression import check_regressions
-from cascade.stages.probes.selection import MAX_REGRESSION_FILES
 from cascade.stages.probes.session import Session
 
 
