@@ -262,11 +262,13 @@ def review(
     from cascade.models import ReviewRequest
     from cascade.pipeline import review as run_review
     from cascade.stable import reproducible as without_times
+    from cascade.stages import check_names
     from cascade.traces import load_trace
 
     if output is not None:
         check_output_path(output)
     config = with_llm_overrides(load_config(config_file), model, llm_cassette, llm_mode, api_base=api_base)
+    check_names(config, config_file or "config")
     if require_tools:
         config = config.model_copy(update={"static": config.static.model_copy(update={"require_tools": True})})
     config = with_cache_options(config, cache_dir, no_cache=no_cache)
@@ -296,8 +298,10 @@ def show_config(config_file: str | None) -> None:
     import yaml
 
     from cascade.config import load_config
+    from cascade.stages import check_names
 
     config = load_config(config_file)
+    check_names(config, config_file or "config")
     click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
 
 

@@ -99,9 +99,10 @@ class ProbesConfig(Section):
     enabled: bool = True
     probe_pass: Literal["evidence", "accept"] = "evidence"
     max_attempts: int = Field(default=3, ge=1, le=3)
-    sources: list[Literal["generated", "issue", "trace", "pr_tests"]] = Field(
+    sources: list[str] = Field(
         default_factory=lambda: ["generated", "trace", "pr_tests"],
-        description="Probe sources in order. 'issue' (the issue's own examples) is off until measured: "
+        description="Probe sources in order, by their registered names (PROBE_SOURCES in "
+        "cascade/probesources/__init__.py). 'issue' (the issue's own examples) is off until measured: "
         "benchmarks/results/stage2_agents.md.",
     )
     regression: bool = True
@@ -121,7 +122,11 @@ class ProbesConfig(Section):
 
 
 class SandboxConfig(Section):
-    backend: Literal["auto", "bwrap", "docker", "none"] = "auto"
+    backend: str = Field(
+        default="auto",
+        description="auto (the isolating backends in their registered order), or a registered backend's name "
+        "(BACKENDS in cascade/sandbox/select.py).",
+    )
     memory_mb: int = Field(default=2048, gt=0)
     cpu_seconds: int = Field(default=300, gt=0)
     file_size_mb: int = Field(default=512, gt=0)

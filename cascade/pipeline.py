@@ -23,7 +23,7 @@ from cascade.models import (
 )
 from cascade.patch import parse_patch
 from cascade.stable import run_placeholders, stable_result
-from cascade.stages import default_stages
+from cascade.stages import check_names, default_stages
 from cascade.stages.base import Stage
 from cascade.stages.injection import injection_findings
 from cascade.store import cache_root, open_store
@@ -142,6 +142,7 @@ def review(
     on_stage: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Review one patch. ``with_repo=False`` runs without a checkout (stages that need one are skipped)."""
+    check_names(request.config)
     patch = patch or parse_patch(request.patch_text, request.config.no_change)
     stages = list(stages) if stages is not None else default_stages(request.config)
     with ExitStack() as stack:

@@ -33,6 +33,7 @@ from tests.support import MIRROR_DIR, SWEBENCH_DIR
 
 class SleepingStage:
     name = "sleeps"
+    needs_sandbox = False
     title = "sleeps past the per-trace timeout"
 
     def run(self, ctx: ReviewContext) -> StageResult:
@@ -42,6 +43,7 @@ class SleepingStage:
 
 class RaisingStage:
     name = "raises"
+    needs_sandbox = False
     title = "a stage with a bug"
 
     def run(self, ctx: ReviewContext) -> StageResult:

@@ -152,6 +152,7 @@ class PidStage:
     """Records its worker's pid as ``<patch key>.<attempt>.pid``, then waits for ``…go`` (or for a SIGKILL)."""
 
     name = "pid"
+    needs_sandbox = False
     title = "waits for the test to kill or release its worker"
 
     def __init__(self, pid_dir: str) -> None:

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from cascade.config import CascadeConfig, load_config
+from cascade.config import CascadeConfig, load_config, parse_config
 from cascade.errors import BadInput
-from cascade.stages import GATE, STAGES, default_stages, make_stage
+from cascade.probesources import PROBE_SOURCES, default_probe_sources
+from cascade.sandbox.select import BACKENDS, Backend, get_sandbox, isolating_backends
+from cascade.stages import GATE, STAGES, check_names, default_stages, make_stage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,3 +63,17 @@ def test_every_stage_is_registered_by_its_own_name_and_config_section() -> None:
     assert {make_stage(name).name for name in STAGES} == set(STAGES)
     with pytest.raises(BadInput, match="unknown stage 'stage1'"):
         make_stage("stage1")
+
+
+def test_config_names_come_from_the_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend or probe source registered in one place is accepted by the config; anything else is bad input."""
+    with pytest.raises(BadInput, match=r"'sandbox.backend': 'fake' is not one of auto, bwrap, docker, none$"):
+        check_names(parse_config({"sandbox": {"backend": "fake"}}))
+    with pytest.raises(BadInput, match=r"'probes.sources': 'extra' is not one of generated, issue, trace, pr_tests$"):
+        check_names(parse_config({"probes": {"sources": ["trace", "extra"]}}))
+    monkeypatch.setitem(BACKENDS, "fake", Backend(BACKENDS["none"].make, isolating=False, host_interpreter=True))
+    monkeypatch.setitem(PROBE_SOURCES, "extra", PROBE_SOURCES["trace"])
+    config = parse_config({"sandbox": {"backend": "fake"}, "probes": {"sources": ["trace", "extra"]}})
+    check_names(config)
+    assert [type(s).__name__ for s in default_probe_sources(config)] == ["TraceProbeSource", "TraceProbeSource"]
+    assert get_sandbox(config.sandbox).isolation == "none" and isolating_backends() == ["bwrap", "docker"]

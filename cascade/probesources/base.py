@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from cascade.context import ReviewContext
 
-ProbeOrigin = Literal["generated", "trace", "pr_tests", "issue"]
+ProbeOrigin = str  # the registered name of the source (cascade/probesources/__init__.py, PROBE_SOURCES)
 OutcomeClass = Literal["pass", "behavioural_fail", "setup_error"]
 
 
@@ -46,6 +46,12 @@ class ProbeSource(Protocol):
     @property
     def name(self) -> ProbeOrigin:
         """Which kind of probe this source yields."""
+        ...
+
+    @property
+    def is_pr_code(self) -> bool:
+        """Whether its probes are the pull request's own code (its tests): then every side effect of a probe run
+        counts, and only the tests the patch added or changed are probes."""
         ...
 
     @property

@@ -106,6 +106,8 @@ class GeneratedProbeSource:
     def name(self) -> ProbeOrigin:
         return "generated"
 
+    is_pr_code = False
+
     @property
     def max_rounds(self) -> int:
         return self._max_rounds

@@ -360,6 +360,8 @@ class IssueProbeSource:
     def name(self) -> ProbeOrigin:
         return "issue"
 
+    is_pr_code = False
+
     @property
     def max_rounds(self) -> int:
         return 1

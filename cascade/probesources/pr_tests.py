@@ -32,6 +32,8 @@ class PrTestProbeSource:
     def name(self) -> ProbeOrigin:
         return "pr_tests"
 
+    is_pr_code = True
+
     @property
     def max_rounds(self) -> int:
         return 1

@@ -158,6 +158,8 @@ class TraceProbeSource:
     def name(self) -> ProbeOrigin:
         return "trace"
 
+    is_pr_code = False
+
     @property
     def max_rounds(self) -> int:
         return 1

@@ -13,8 +13,9 @@ import click
 
 from cascade.config import load_config
 from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus
-from cascade.redteam.models import Backend, CaseKind, CaseResult, SuiteReport
+from cascade.redteam.models import CaseKind, CaseResult, SuiteReport
 from cascade.redteam.report import write_report
+from cascade.sandbox.select import BACKENDS, isolating_backends
 
 KINDS = ["unsafe", "benign", "trace", "trace-benign"]
 
@@ -41,8 +42,8 @@ def _progress(result: CaseResult) -> None:
     "--backend",
     "backends",
     multiple=True,
-    type=click.Choice(["bwrap", "docker", "none"]),
-    help="Sandbox backend(s) to run on [default: every available one of bwrap, docker].",
+    type=click.Choice(list(BACKENDS)),
+    help=f"Sandbox backend(s) to run on [default: every available one of {', '.join(isolating_backends())}].",
 )
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only these case kinds.")
 @click.option("--case", "only", multiple=True, help="Only cases whose id contains this text (repeatable).")
@@ -75,7 +76,7 @@ def redteam(
     cases = load_corpus(corpus_dir, kinds={cast(CaseKind, k) for k in kinds} or None, only=list(only) or None)
     report = run_suite(
         cases,
-        backends=[cast(Backend, b) for b in backends] or None,
+        backends=list(backends) or None,
         config=load_config(config_file),
         corpus=corpus_dir,
         jobs=jobs,

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from cascade.models import SideEffect, Trace
 
 CaseKind = Literal["unsafe", "benign", "trace", "trace-benign"]
-Backend = Literal["bwrap", "docker", "none"]
+Backend = str  # a registered sandbox backend (cascade/sandbox/select.py, BACKENDS)
 Outcome = Literal["caught", "missed", "clean", "false_alarm", "rejected_other", "error"]
 
 # Kinds whose cases execute unsafe code; never on the `none` backend.

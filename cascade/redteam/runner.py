@@ -23,9 +23,8 @@ from cascade.redteam.evaluate import allowed_count, judge
 from cascade.redteam.models import Backend, BackendSummary, CaseResult, RedteamCase, SuiteReport
 from cascade.redteam.safety import LoopbackListeners, preflight, refuse_unsafe_on_none
 from cascade.sandbox.base import Sandbox
-from cascade.sandbox.select import get_sandbox
+from cascade.sandbox.select import BACKENDS, get_sandbox, isolating_backends
 
-ALL_BACKENDS: list[Backend] = ["bwrap", "docker"]
 Progress = Callable[[CaseResult], None]
 
 
@@ -46,9 +45,10 @@ TEST_PACKAGES = ["pytest>=8,<9", "coverage>=7.4,<8"]
 
 
 def env_for(base: EnvConfig, backend: Backend) -> EnvConfig:
-    """bwrap and none: the current interpreter (the demo package has no dependencies). docker: the container cannot
-    run an interpreter from the host's HOME, so a cached venv of the Debian Python unless the config names one."""
-    if backend != "docker":
+    """A backend that can run the host's interpreters (bwrap, none): the current one (the demo package has no
+    dependencies). A container cannot run an interpreter from the host's HOME, so a cached venv of the Debian Python
+    unless the config names one."""
+    if BACKENDS[backend].host_interpreter:
         return base.model_copy(update={"use_current_interpreter": True})
     if base.python is not None or not Path(DOCKER_PYTHON).exists():
         return base
@@ -87,7 +87,7 @@ def backend_environment(env: EnvConfig) -> Environment:
 
 def _checked_backend(sandbox: Sandbox, env: EnvConfig, backend: Backend) -> dict[str, object]:
     """The preflight report; CascadeError when the backend cannot run the environment or shares HOME or /tmp."""
-    if backend == "none":
+    if not BACKENDS[backend].isolating:
         return {}
     environment = backend_environment(env)
     return preflight(sandbox, environment.python, environment.exposed_paths())
@@ -202,7 +202,7 @@ def run_suite(
     with their reason; the `none` backend is refused when unsafe cases are selected; a backend whose preflight shows
     a shared HOME or /tmp is refused before any case runs on it."""
     config = config or CascadeConfig()
-    requested = backends or ALL_BACKENDS
+    requested = backends or isolating_backends()
     summaries: list[BackendSummary] = []
     results: list[CaseResult] = []
     ports = sorted({p for c in cases for p in c.spec.loopback_ports})

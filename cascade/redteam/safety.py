@@ -18,6 +18,7 @@ from typing import Any
 from cascade.errors import BadInput, CascadeError
 from cascade.redteam.models import UNSAFE_KINDS, RedteamCase
 from cascade.sandbox.base import RunSpec, Sandbox
+from cascade.sandbox.select import BACKENDS
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1")
 _PREFLIGHT = (
@@ -107,11 +108,12 @@ class LoopbackListeners:
 
 
 def refuse_unsafe_on_none(backend: str, cases: list[RedteamCase]) -> None:
-    """The `none` backend would run the unsafe cases on the real machine: refuse with a one-line reason."""
+    """A backend that does not isolate (`none`) would run the unsafe cases on the real machine: refuse with a
+    one-line reason."""
     unsafe = [c.id for c in cases if c.spec.kind in UNSAFE_KINDS]
-    if backend == "none" and unsafe:
+    if not BACKENDS[backend].isolating and unsafe:
         raise BadInput(
-            f"refusing to run {len(unsafe)} unsafe red-team case(s) on the 'none' backend: it would change this "
+            f"refusing to run {len(unsafe)} unsafe red-team case(s) on the {backend!r} backend: it would change this "
             "machine (use bwrap or docker, or select only benign/trace cases with --kind)"
         )
 

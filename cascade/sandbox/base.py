@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.safety import SideEffect
 
-Isolation = Literal["bwrap", "docker", "none"]
+Isolation = str  # the backend's registered name (cascade/sandbox/select.py, BACKENDS)
 
 
 class RunSpec(BaseModel):

@@ -13,6 +13,8 @@ from typing import Any
 
 from cascade.config import CascadeConfig
 from cascade.errors import BadInput
+from cascade.probesources import PROBE_SOURCES
+from cascade.sandbox.select import backend_choices
 from cascade.stages.base import Stage
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.injection import InjectionStage
@@ -55,9 +57,25 @@ def enabled(config: CascadeConfig, name: str) -> bool:
     return bool(getattr(getattr(config, name, None), "enabled", True))
 
 
+def check_names(config: CascadeConfig, source: str = "config") -> None:
+    """The names the config gives registered things — the sandbox backend, the probe sources — are registered ones
+    (the registries are the one list of names: cascade/sandbox/select.py, cascade/probesources/__init__.py)."""
+    backends = backend_choices()
+    if config.sandbox.backend not in backends:
+        raise BadInput(
+            f"{source}: invalid value for 'sandbox.backend': {config.sandbox.backend!r} is not one of "
+            + ", ".join(backends)
+        )
+    unknown = [name for name in config.probes.sources if name not in PROBE_SOURCES]
+    if unknown:
+        raise BadInput(
+            f"{source}: invalid value for 'probes.sources': {unknown[0]!r} is not one of " + ", ".join(PROBE_SOURCES)
+        )
+
+
 def default_stages(config: CascadeConfig) -> list[Stage]:
     """Every gate stage the config enables, in cascade order."""
     return [make_stage(name) for name in GATE if enabled(config, name)]
 
 
-__all__ = ["GATE", "STAGES", "Stage", "default_stages", "enabled", "make_stage", "make_stages"]
+__all__ = ["GATE", "STAGES", "Stage", "check_names", "default_stages", "enabled", "make_stage", "make_stages"]

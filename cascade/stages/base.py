@@ -22,6 +22,12 @@ class Stage(Protocol):
         """Short human-readable title (e.g. ``Stage 0 — no code change``)."""
         ...
 
+    @property
+    def needs_sandbox(self) -> bool:
+        """Whether it runs code in the sandbox (Stage 2, the official tests): the benchmark gives such an arm more
+        CPU and memory."""
+        ...
+
     def run(self, ctx: ReviewContext) -> StageResult:
         """Examine the patch and return a result.
 

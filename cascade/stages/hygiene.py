@@ -201,6 +201,7 @@ def hygiene_findings(patch: Patch, base: Path | None) -> tuple[list[ArtifactFind
 
 class HygieneStage:
     name = "hygiene"
+    needs_sandbox = False
     title = "Patch hygiene — ignored files, generated artifacts, binaries"
 
     def run(self, ctx: ReviewContext) -> StageResult:

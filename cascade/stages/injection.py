@@ -232,6 +232,7 @@ def scan_request(ctx: ReviewContext) -> list[InjectionFinding]:
 
 class InjectionStage:
     name = "injection"
+    needs_sandbox = False
     title = "Prompt-injection scan — text addressed to the reviewer"
 
     def run(self, ctx: ReviewContext) -> StageResult:

@@ -95,6 +95,7 @@ def _why_cosmetic(f: FilePatch) -> str:
 
 class NoChangeStage:
     name = "no_change"
+    needs_sandbox = False
     title = "Stage 0 — no code change"
 
     def run(self, ctx: ReviewContext) -> StageResult:

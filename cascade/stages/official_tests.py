@@ -37,6 +37,7 @@ LISTED = 8  # failing tests named in the reason; the evidence lists them all
 
 class OfficialTestsStage:
     name = "official_tests"
+    needs_sandbox = True
     title = "Official tests — the task's FAIL_TO_PASS and PASS_TO_PASS, graded as SWE-bench does"
 
     def __init__(self, sandbox: Sandbox | None = None) -> None:

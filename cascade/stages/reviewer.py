@@ -211,6 +211,7 @@ def _ballot_evidence(ballot: Ballot) -> Evidence:
 
 class ReviewerStage:
     name = "reviewer"
+    needs_sandbox = False
     title = "Stage 3 — weak reviewer"
 
     def __init__(

@@ -60,6 +60,7 @@ def run_tools(tree: Path, files: list[str], cfg: StaticConfig) -> list[ToolRun]:
 
 class StaticStage:
     name = "static"
+    needs_sandbox = False
     title = "Stage 1 — patch-caused static errors"
 
     def run(self, ctx: ReviewContext) -> StageResult:

@@ -12,6 +12,7 @@ from cascade.safety import scan_trace
 
 class TraceScanStage:
     name = "trace_scan"
+    needs_sandbox = False
     title = "Safety — unsafe commands in the agent trace"
 
     def run(self, ctx: ReviewContext) -> StageResult:

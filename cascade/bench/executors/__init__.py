@@ -22,10 +22,6 @@ Planned = tuple[TraceJob, Arm]
 RowSink = Callable[[TraceRow], None]
 MAX_ATTEMPTS = 2  # a trace whose worker died is run once more (in a fresh process), then recorded as an error row
 
-# The stages that run test suites in a sandbox (Stage 2, the official tests): arms with one ask for more.
-SANDBOXED_STAGES = frozenset({"probes", "official_tests"})
-
-
 class Executor(Protocol):
     @property
     def name(self) -> str:
@@ -88,10 +84,10 @@ def arm_resources(arm: Arm, config: CascadeConfig) -> TaskResources:
         if isinstance(requested, TaskResources):
             return requested
     try:
-        names = {stage.name for stage in arm.stages(config)}
+        sandboxed = any(stage.needs_sandbox for stage in arm.stages(config))
     except Exception:  # an arm that cannot build its stages fails in its trace, where it becomes an error row
         return BASE_RESOURCES
-    if names & SANDBOXED_STAGES:
+    if sandboxed:
         return TaskResources(cpus=2.0, memory_mb=BASE_RESOURCES.memory_mb + config.sandbox.memory_mb)
     return BASE_RESOURCES
 

@@ -34,21 +34,20 @@ def _run_source(session: Session, ctx: ReviewContext, source: ProbeSource) -> No
         candidates = source.propose(ctx, feedback)
         if not candidates:
             return
-        feedback = [_try_candidate(session, ctx.patch, c) for c in candidates]
+        feedback = [_try_candidate(session, ctx.patch, c, source.is_pr_code) for c in candidates]
         stop = session.findings.rejects and not session.config.probes.exhaustive
         if stop or all(f.outcome == "behavioural_fail" for f in feedback):
             return
 
 
-def _try_candidate(session: Session, patch: Patch, cand: ProbeCandidate) -> ProbeFeedback:
+def _try_candidate(session: Session, patch: Patch, cand: ProbeCandidate, own: bool) -> ProbeFeedback:
     # A probe that is not the patch's own code (the example, the agent's script, a generated test) may do
     # things by itself (sns.load_dataset downloads): what it does on base too is the probe's doing, not the patch's.
-    own = cand.origin == "pr_tests"
     with placed(session.base, cand.path, cand.content):
         base_run = session.pytest(session.base, [cand.path], count_effects=own)
     baseline = {(e.kind, e.target) for e in base_run.result.side_effects}
     tests = [t for t in base_run.tests if t.test_id.startswith(cand.path)] or base_run.tests
-    if cand.origin == "pr_tests":
+    if own:
         tests = _tests_the_pr_touched(session, patch, cand.path, tests)
     kept = [t for t in tests if t.status == "behavioural_fail"][:MAX_KEPT_TESTS]
     if base_run.run_error or not kept:

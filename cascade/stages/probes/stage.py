@@ -25,6 +25,7 @@ from cascade.stages.probes.session import Session
 
 class ProbesStage:
     name = "probes"
+    needs_sandbox = True
     title = "Stage 2 — probes and regressions"
 
     def __init__(
