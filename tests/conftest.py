@@ -12,7 +12,7 @@ import pytest
 
 from cascade.sandbox.base import Sandbox
 from tests.bench_support import make_swe
-from tests.support import ISOLATING_BACKENDS, MakeRepo, run_git, sandbox_backend
+from tests.support import BACKEND_PARAMS, MakeRepo, run_git, sandbox_backend
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -54,7 +54,7 @@ def sandbox() -> Sandbox:
     return sandbox_backend("bwrap")
 
 
-@pytest.fixture(scope="module", params=ISOLATING_BACKENDS)
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
 def isolating_sandbox(request: pytest.FixtureRequest) -> Sandbox:
     """Each backend that protects the host (bwrap, docker): what it must contain, both must contain."""
     return sandbox_backend(request.param)

@@ -20,6 +20,8 @@ SWEBENCH_DIR = Path(
 )
 MIRROR_DIR = Path(os.environ.get("CASCADE_REPOS_DIR", "/work/.mirror"))
 ISOLATING_BACKENDS = ["bwrap", "docker"]
+# As test parameters: the docker runs are the slow lane (the fast lane, `pytest -m "not slow"`, runs bwrap)
+BACKEND_PARAMS = ["bwrap", pytest.param("docker", marks=pytest.mark.slow)]
 
 MakeRepo = Callable[[dict[str, str]], Path]
 

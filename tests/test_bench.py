@@ -86,6 +86,7 @@ class BuggyStageArm:
 # --- end to end --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[str, Path]) -> None:
     out = swe["out"]
     first = run_cli(run_args(swe, jobs=2))
@@ -139,6 +140,7 @@ def test_run_covers_every_label_class_resumes_and_report_recomputes(swe: dict[st
     assert json.loads((out / "again" / "metrics.json").read_text()) == metrics
 
 
+@pytest.mark.slow
 def test_timeout_crash_and_buggy_stage_are_rows_and_the_run_goes_on(tmp_path: Path) -> None:
     def case(instance: str, patch: str) -> BenchCase:
         return BenchCase(

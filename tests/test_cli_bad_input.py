@@ -122,6 +122,7 @@ def test_missing_patch_file_and_usage_errors(repo: Path, tmp_path: Path) -> None
     assert_bad_input(cascade("review", "--repo", str(repo), cwd=tmp_path), "no patch given")
 
 
+@pytest.mark.slow
 def test_user_checkout_and_index_are_untouched(repo: Path, tmp_path: Path, good_patch: str) -> None:
     (repo / "pkg/mod.py").write_text("def f(x):\n    return x + 1  # local edit\n")
     status_before = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True).stdout
@@ -135,6 +136,7 @@ def test_user_checkout_and_index_are_untouched(repo: Path, tmp_path: Path, good_
     assert len(worktrees.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_stdin_and_git_range(repo: Path, tmp_path: Path, good_patch: str) -> None:
     proc = cascade("review", "-", "--repo", str(repo), "--format", "json", cwd=tmp_path, stdin=good_patch.encode())
     assert proc.returncode in (0, 1, 2), proc.stderr.decode()

@@ -22,6 +22,7 @@ from cascade.sandbox.docker import DEFAULT_IMAGE, DockerSandbox, bound_read_only
 from cascade.stages.probes import ProbesStage
 from tests.support import MakeRepo, diff_of, sandbox_backend
 
+pytestmark = pytest.mark.slow  # every test here runs the docker engine
 # Debian interpreters docker/make-base-image.sh puts into the image (bullseye's 3.9 first: the old-repo case).
 IMAGE_PYTHONS = ["/usr/bin/python3.9", "/usr/bin/python3.11"]
 

@@ -61,6 +61,7 @@ def test_patch_changing_extension_sources_is_no_environment(make_repo: MakeRepo,
         ensure_extensions(current_environment(), repo, ["pkg/_fast.c"], cache_dir=tmp_path / "builds")
 
 
+@pytest.mark.slow
 def test_stage2_runs_tests_that_need_the_built_extension(make_repo: MakeRepo, tmp_path: Path, sandbox: Sandbox) -> None:
     repo = make_repo(FILES)
     patch = diff_of(repo, {"pkg/api.py": API.replace("twice(twice(x))", "twice(twice(x)).bit_length")})

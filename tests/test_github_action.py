@@ -197,6 +197,7 @@ def assert_no_token(run: ActionRun, server: FakeGitHub) -> None:
 # The action end to end
 
 
+@pytest.mark.slow
 def test_opened_creates_the_comment_and_synchronize_edits_it(
     tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
 ) -> None:
@@ -240,6 +241,7 @@ def test_opened_creates_the_comment_and_synchronize_edits_it(
     ("fail_on", "head", "code"),
     [("uncertain", "fix", 2), ("never", "cosmetic", 0)],  # the whole table: test_fail_on_table
 )
+@pytest.mark.slow
 def test_exit_status_follows_fail_on(
     tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any], fail_on: str, head: str, code: int
 ) -> None:
@@ -253,6 +255,7 @@ def test_exit_status_follows_fail_on(
         assert re.search(rf"^::error title=cascade gate::{run.outputs['decision']}: ", run.stdout, re.M)
 
 
+@pytest.mark.slow
 def test_fork_pr_writes_nothing_and_reports_in_the_summary(
     tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
 ) -> None:
@@ -269,6 +272,7 @@ def test_fork_pr_writes_nothing_and_reports_in_the_summary(
     assert_no_token(run, github)
 
 
+@pytest.mark.slow
 def test_read_only_token_falls_back_without_failing(
     tmp_path: Path, read_only_github: FakeGitHub, pr_repo: dict[str, Any]
 ) -> None:
@@ -281,6 +285,7 @@ def test_read_only_token_falls_back_without_failing(
     assert_no_token(run, read_only_github)
 
 
+@pytest.mark.slow
 def test_static_findings_become_annotations_and_sarif(
     tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
 ) -> None:
@@ -301,6 +306,7 @@ def test_static_findings_become_annotations_and_sarif(
     assert all(line.startswith(("::", "cascade gate: ")) for line in run.stdout.splitlines())
 
 
+@pytest.mark.slow
 def test_a_review_that_cannot_run_fails_even_with_fail_on_never(
     tmp_path: Path, github: FakeGitHub, pr_repo: dict[str, Any]
 ) -> None:

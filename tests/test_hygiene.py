@@ -61,6 +61,7 @@ def findings(result: StageResult) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("full", [True, False], ids=["git-binary-data", "binary-files-differ"])
+@pytest.mark.slow
 def test_a_patch_with_an_asset_is_reviewed_and_its_binary_files_listed(make_repo: MakeRepo, full: bool) -> None:
     repo = make_repo(BASE)
     assets = {"docs/_static/logo.png": PNG, "pkg/data/font.ttf": PNG}

@@ -44,6 +44,7 @@ def test_a_missing_blob_is_an_incomplete_repository_not_an_error(partial: Path) 
     assert len(worktrees.strip().splitlines()) == 1  # the failed checkout left nothing behind
 
 
+@pytest.mark.slow
 def test_a_stage_that_needs_no_checkout_still_decides(partial: Path) -> None:
     test_only = (  # written by hand: `git add` in the repository would restore the missing object
         "diff --git a/tests/test_more.py b/tests/test_more.py\nnew file mode 100644\n--- /dev/null\n"
@@ -54,6 +55,7 @@ def test_a_stage_that_needs_no_checkout_still_decides(partial: Path) -> None:
     assert report["deciding_stage"] == "no_change" and report["incomplete_repo"]
 
 
+@pytest.mark.slow
 def test_a_patch_of_the_file_whose_object_is_missing_is_incomplete_not_missing(partial: Path) -> None:
     patch = (
         "diff --git a/data.bin b/data.bin\nindex 1111111..2222222 100644\n"

@@ -106,6 +106,7 @@ def assert_withheld(verdict: Verdict, *cited: str) -> None:
     assert stage.evidence[0].kind == EvidenceKind.INJECTION and stage.evidence[0].grounded
 
 
+@pytest.mark.slow
 def test_the_model_accepts_a_clean_patch_and_its_benign_twin(
     make_repo: MakeRepo, accept_server: ScriptedServer
 ) -> None:
@@ -151,6 +152,7 @@ def test_injection_anywhere_cannot_buy_an_accept(
     assert_withheld(verdict, cited, "IGNORE ALL PREVIOUS INSTRUCTIONS")
 
 
+@pytest.mark.slow
 def test_the_cli_exits_uncertain_not_accept(make_repo: MakeRepo, accept_server: ScriptedServer, tmp_path: Path) -> None:
     repo = make_repo(BASE)
     config = tmp_path / "c.yaml"

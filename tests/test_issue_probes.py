@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cascade.config import parse_config
 from cascade.models import EvidenceKind, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
@@ -102,6 +104,7 @@ def run_issue_stage(repo: Path, patch: str, issue: str, sandbox: Sandbox) -> Sta
 BASE = {"pkg/__init__.py": "", "pkg/stats.py": STATS}
 
 
+@pytest.mark.slow
 def test_issue_failure_still_there_on_the_patch_rejects_with_both_outputs(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:
@@ -115,6 +118,7 @@ def test_issue_failure_still_there_on_the_patch_rejects_with_both_outputs(
     assert "ZeroDivisionError: division by zero" in probe.details.patched.message
 
 
+@pytest.mark.slow
 def test_issue_failure_gone_is_evidence_never_accept(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE)
     patch = diff_of(repo, {"pkg/stats.py": FIXED_MEAN})
@@ -127,6 +131,7 @@ def test_issue_failure_gone_is_evidence_never_accept(make_repo: MakeRepo, sandbo
     assert probe.details.patched.status == "pass" and probe.details.verdict == "evidence"
 
 
+@pytest.mark.slow
 def test_different_failure_on_the_patch_is_no_verdict(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE)
     raising = STATS.replace("    return sum(xs) / len(xs)", "    if not xs:\n        raise ValueError('empty')\n"
@@ -137,6 +142,7 @@ def test_different_failure_on_the_patch_is_no_verdict(make_repo: MakeRepo, sandb
     assert any("inconclusive" in e.summary for e in result.evidence), [e.summary for e in result.evidence]
 
 
+@pytest.mark.slow
 def test_printed_value_shown_as_wrong_rejects_when_unchanged_and_passes_when_fixed(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:
@@ -174,6 +180,7 @@ ZeroDivisionError: division by zero
 """
 
 
+@pytest.mark.slow
 def test_side_effects_of_the_issue_example_itself_are_not_the_patchs(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     """The example writes to HOME on both trees: the probe's doing. The patch writing there too would be the patch's."""
     repo = make_repo(BASE)

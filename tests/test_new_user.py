@@ -124,6 +124,7 @@ def test_a_machine_without_bubblewrap_or_docker_says_so(demo: Path, tmp_path: Pa
 # -- point 7: output paths are checked before the review ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_output_to_a_missing_directory_or_a_directory_is_exit_3_before_the_review(demo: Path, tmp_path: Path) -> None:
     for output, needle in ((tmp_path / "no/such/dir/report.json", "does not exist"), (tmp_path, "directory")):
         started = time.perf_counter()
@@ -137,6 +138,7 @@ def test_output_to_a_missing_directory_or_a_directory_is_exit_3_before_the_revie
 # -- point 9: model flags, api_key in a config, unreachable server --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_api_key_in_a_config_points_at_api_key_env(demo: Path, tmp_path: Path) -> None:
     config = tmp_path / "key.yaml"
     config.write_text("llm:\n  model: openai/x\n  api_key: sk-secret-value\n")
@@ -174,6 +176,7 @@ def test_an_unreachable_server_is_one_line_naming_the_api_base(demo: Path, tmp_p
     assert reviewer["reason"].count("onnection") == 1, reviewer["reason"]  # one cause, not three exception texts
 
 
+@pytest.mark.slow
 def test_bench_run_takes_model_flags_and_one_name_for_output_and_quiet() -> None:
     run_help = cascade("bench", "run", "--help").stdout
     for option in ("--model", "--api-base", "--output", "--quiet", "[default: 20240604]"):
@@ -198,6 +201,7 @@ def test_review_help_lists_exit_codes_formats_and_path_options() -> None:
         assert option in text, option
 
 
+@pytest.mark.slow
 def test_a_repository_without_commits_says_so(tmp_path: Path) -> None:
     repo = tmp_path / "fresh"
     repo.mkdir()

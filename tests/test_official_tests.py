@@ -59,6 +59,7 @@ def test_a_resolving_patch_is_accepted(make_repo: MakeRepo, sandbox: Sandbox) ->
     assert (repo / "tests/test_calc.py").read_text() == TESTS  # the test_patch went to a tree of its own
 
 
+@pytest.mark.slow
 def test_a_patch_that_does_not_fix_the_issue_is_rejected_naming_the_test(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo, tests = task(make_repo)
     wrong = "def divide(a, b):\n    if b == 0:\n        return 0\n    return a / b\n"
@@ -69,6 +70,7 @@ def test_a_patch_that_does_not_fix_the_issue_is_rejected_naming_the_test(make_re
     assert "assert 0 is None" in str(details(result).log_excerpt)
 
 
+@pytest.mark.slow
 def test_the_agents_edits_to_the_official_test_files_are_discarded(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo, tests = task(make_repo)
     breaking = FIXED.replace("return a / b", "return a // b + 1")  # breaks test_divide …
@@ -78,6 +80,7 @@ def test_the_agents_edits_to_the_official_test_files_are_discarded(make_repo: Ma
     assert details(result).pass_to_pass_failed == {"test_divide": "fail", "tests/test_calc.py::test_pairs[6": "fail"}
 
 
+@pytest.mark.slow
 def test_a_listed_test_the_run_does_not_have_counts_against_the_patch(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo, tests = task(make_repo)
     tests = tests.model_copy(update={"pass_to_pass": [*P2P, "tests/test_calc.py::test_gone"]})
@@ -122,6 +125,7 @@ def test_bench_case_from_the_published_lite_rows(tmp_path: Path) -> None:
     assert case.official_tests.version == row.version
 
 
+@pytest.mark.slow
 def test_the_stage_leaves_the_repository_as_it_found_it(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo, tests = task(make_repo)
     grade(repo, diff_of(repo, {"pkg/calc.py": FIXED}), tests, sandbox)
@@ -154,6 +158,7 @@ def test_tests_failing_only_for_want_of_network_leave_the_grade_open() -> None:
     assert not grade_run(_run([offline, broken], None, 1), tests, ["t.py"]).only_for_want_of_network
 
 
+@pytest.mark.slow
 def test_a_patch_that_breaks_the_import_conftest_needs_fails_every_listed_test(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:

@@ -156,6 +156,7 @@ def test_a_process_that_outlives_the_command_is_recorded_and_killed(isolating_sa
         ("fsize", "open('big.bin', 'wb').write(b'x' * 3 * 1024 * 1024)", {"file_size_mb": 1}),
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_a_resource_limit_hit_is_a_named_record(
     isolating_sandbox: Sandbox, tmp_path: Path, limit: str, code: str, limits: dict[str, int]
 ) -> None:

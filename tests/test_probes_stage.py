@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cascade.config import CascadeConfig, parse_config
 from cascade.execution.envs import current_environment
 from cascade.models import EvidenceKind, Outcome, ReviewRequest, StageResult, Trace
@@ -66,6 +68,7 @@ def test_crash_class_regression_rejects(make_repo: MakeRepo, sandbox: Sandbox) -
     assert any("pytest" in c for c in regression.commands)
 
 
+@pytest.mark.slow
 def test_assertion_class_regression_is_evidence_only(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     patch = diff_of(repo, {"pkg/calc.py": CALC.replace('return "old"', 'return "new"')})
@@ -77,6 +80,7 @@ def test_assertion_class_regression_is_evidence_only(make_repo: MakeRepo, sandbo
     assert "'new' == 'old'" in regression.details.expected_vs_got
 
 
+@pytest.mark.slow
 def test_pr_test_failing_on_base_and_passing_on_patch_is_evidence_not_accept(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:
@@ -91,6 +95,7 @@ def test_pr_test_failing_on_base_and_passing_on_patch_is_evidence_not_accept(
     assert probe.details.executed_changed_lines == {"pkg/calc.py": [3, 4]}
 
 
+@pytest.mark.slow
 def test_pr_test_still_failing_on_the_patch_rejects(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     wrong_fix = CALC.replace("    return a / b", "    if b == 0:\n        return 0\n    return a / b")
@@ -102,6 +107,7 @@ def test_pr_test_still_failing_on_the_patch_rejects(make_repo: MakeRepo, sandbox
     assert "assert 0 is None" in probe.details.patched.excerpt
 
 
+@pytest.mark.slow
 def test_probe_failing_everywhere_without_touching_the_change_is_discarded(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:
@@ -115,6 +121,7 @@ def test_probe_failing_everywhere_without_touching_the_change_is_discarded(
     assert discarded and discarded[0].endswith("(there: behavioural_fail)")
 
 
+@pytest.mark.slow
 def test_probe_with_setup_error_on_base_is_not_kept(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     broken = "import cascade_missing_dep\n\n\ndef test_zero():\n    assert False\n"
@@ -156,6 +163,7 @@ def test_traj_edit_replay_gives_the_final_script() -> None:
     assert "def test_agent_script" in wrapper
 
 
+@pytest.mark.slow
 def test_trace_probe_rejects_a_patch_that_does_not_fix_the_reproduction(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     wrong_fix = CALC.replace("    return a / b", "    if b == 0:\n        return 0\n    return a / b")
@@ -168,6 +176,7 @@ def test_trace_probe_rejects_a_patch_that_does_not_fix_the_reproduction(make_rep
     assert probe.details.base.message.startswith("ZeroDivisionError")
 
 
+@pytest.mark.slow
 def test_trace_probe_passing_on_the_fix_never_accepts(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     patch = diff_of(repo, {"pkg/calc.py": FIXED_CALC})
@@ -177,6 +186,7 @@ def test_trace_probe_passing_on_the_fix_never_accepts(make_repo: MakeRepo, sandb
     assert any("passes on the patch" in s for s in kinds(result, EvidenceKind.PROBE))
 
 
+@pytest.mark.slow
 def test_a_claude_code_session_yields_the_same_mined_probe(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     wrong_fix = CALC.replace("    return a / b", "    if b == 0:\n        return 0\n    return a / b")
@@ -193,6 +203,7 @@ def test_a_claude_code_session_yields_the_same_mined_probe(make_repo: MakeRepo, 
     assert probe.details.origin == "trace" and probe.details.base.message.startswith("ZeroDivisionError")
 
 
+@pytest.mark.slow
 def test_side_effect_outside_the_worktree_rejects(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     sneaky = (
@@ -227,6 +238,7 @@ def test_current_interpreter_environment_runs_the_trees_code(make_repo: MakeRepo
     assert env.run_env(repo)["TZ"] == "UTC"
 
 
+@pytest.mark.slow
 def test_only_tests_the_pr_touched_are_its_probes(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     already_failing = CALC_TESTS + "\n\ndef test_old_failure():\n    assert divide(1, 1) == 2\n"
     repo = make_repo({**BASE_FILES, "tests/test_calc.py": already_failing})
@@ -238,6 +250,7 @@ def test_only_tests_the_pr_touched_are_its_probes(make_repo: MakeRepo, sandbox: 
     assert probes == ["tests/test_calc.py::test_zero"]
 
 
+@pytest.mark.slow
 def test_side_effects_the_projects_tests_have_on_base_too_are_not_the_patchs(
     make_repo: MakeRepo, sandbox: Sandbox
 ) -> None:

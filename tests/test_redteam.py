@@ -168,6 +168,7 @@ def test_network_targets_are_loopback_only(corpus: list[RedteamCase]) -> None:
             assert str(port) in case.patch_text
 
 
+@pytest.mark.slow
 def test_committed_corpus_matches_the_generator(tmp_path: Path) -> None:
     out = tmp_path / "cases"
     subprocess.run([sys.executable, str(DEFAULT_CORPUS / "generate.py"), str(out)], check=True, capture_output=True)
@@ -178,6 +179,7 @@ def test_committed_corpus_matches_the_generator(tmp_path: Path) -> None:
         assert (committed / rel).read_bytes() == (out / rel).read_bytes(), f"{rel} differs from generate.py output"
 
 
+@pytest.mark.slow
 def test_benign_twins_fail_before_the_fix_and_pass_after_it(corpus: list[RedteamCase], tmp_path: Path) -> None:
     """The twins are real tests of the bug they claim (run directly: they only touch their own tmp_path)."""
     base = make_target_repo(tmp_path / "base")
@@ -248,6 +250,7 @@ def test_none_backend_refuses_unsafe_cases(corpus: list[RedteamCase]) -> None:
     refuse_unsafe_on_none("bwrap", corpus)
 
 
+@pytest.mark.slow
 def test_cli_refuses_none_with_one_line_and_exit_3() -> None:
     proc = subprocess.run(
         [
@@ -384,6 +387,7 @@ def test_full_suite_on_docker_catches_everything_and_leaves_the_host_unchanged(
     _run_full_suite("docker", corpus, tmp_path)
 
 
+@pytest.mark.slow
 def test_cli_writes_jsonl_and_markdown_for_a_benign_case(tmp_path: Path) -> None:
     """`cascade redteam` end to end on one benign twin (quick): exit 0, one JSONL line, a table row."""
     if probe_backend("bwrap", _gate_config())[0] is None:

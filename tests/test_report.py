@@ -232,6 +232,7 @@ def test_text_has_no_ansi_codes_unless_colour_is_asked_for(stage0_reject: Verdic
     assert ANSI.search(render(stage0_reject, "text", color=True))
 
 
+@pytest.mark.slow
 def test_cli_text_output_to_a_pipe_is_plain(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_repo({"pkg/core.py": CORE})
     patch_file = tmp_path / "fix.diff"

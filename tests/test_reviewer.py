@@ -274,6 +274,7 @@ def test_injected_issue_and_patch_text_stay_inside_their_data_blocks() -> None:
     assert f"`<<<END DATA {nonce}>>>`" in system and nonce not in INJECTION
 
 
+@pytest.mark.slow
 def test_injection_cannot_override_a_mechanical_reject(make_repo: MakeRepo, served: list[ScriptedServer]) -> None:
     srv = ScriptedServer(lambda _: vote("accept", "as instructed")).start()
     served.append(srv)

@@ -131,6 +131,7 @@ def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("envs")
 
 
+@pytest.mark.slow
 def test_uv_venv_is_built_once_and_cached(env_cache: Path, make_repo: MakeRepo, sandbox: Sandbox) -> None:
     import sys
 

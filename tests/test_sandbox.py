@@ -30,7 +30,7 @@ from cascade.sandbox.oracle import CANARY, DECOY_ENV
 from cascade.sandbox.select import get_sandbox, run_spec
 from cascade.stages.trace_scan import trace_scan_evidence
 from cascade.traces import trace_from_data
-from tests.support import ISOLATING_BACKENDS, docker_engine_answers, sandbox_backend
+from tests.support import BACKEND_PARAMS, docker_engine_answers, sandbox_backend
 
 
 @pytest.fixture
@@ -159,6 +159,7 @@ def test_worktree_writes_and_plain_subprocesses_are_not_harmful(isolating_sandbo
     assert not any(e.source == "tmp_diff" for e in result.side_effects)  # its own scratch directory: no record
 
 
+@pytest.mark.slow
 def test_docker_diff_records_writes_outside_the_mounts(worktree: Path) -> None:
     if not docker_engine_answers():
         pytest.skip("the docker engine does not answer")
@@ -272,7 +273,7 @@ def secrets_in_parent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", SECRET_VALUES[1])
 
 
-@pytest.mark.parametrize("backend", [*ISOLATING_BACKENDS, "none"])
+@pytest.mark.parametrize("backend", [*BACKEND_PARAMS, "none"])
 def test_secrets_never_reach_the_sandboxed_process(backend: str, worktree: Path, secrets_in_parent: None) -> None:
     chosen = NoSandbox() if backend == "none" else sandbox_backend(backend)
     extra = {"OPENAI_API_KEY": SECRET_VALUES[2], "DB_PASSWORD": SECRET_VALUES[3], "HARMLESS": "visible"}

@@ -113,6 +113,7 @@ def classes(result: StageResult) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_undefined_name_on_an_added_line_is_rejected_despite_the_repos_own_settings(repo: Path) -> None:
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
     verdict = review(ReviewRequest(repo=str(repo), patch_text=patch), stages=[StaticStage()])
@@ -132,6 +133,7 @@ def test_undefined_name_on_an_added_line_is_rejected_despite_the_repos_own_setti
     assert reject.details.tool_configs["pyright"]["typeCheckingMode"] == "standard"
 
 
+@pytest.mark.slow
 def test_undefined_name_on_an_unchanged_line_is_evidence_not_a_reject(repo: Path) -> None:
     # Dropping an import leaves an unchanged line using the name: new in head, but not on a line the patch added.
     result = stage1(repo, {"pkg/core.py": CORE.replace("from typing import Optional\n", "")})
@@ -143,6 +145,7 @@ def test_undefined_name_on_an_unchanged_line_is_evidence_not_a_reject(repo: Path
     assert stage1(repo, {"pkg/core.py": moved}).outcome == Outcome.PASS
 
 
+@pytest.mark.slow
 def test_undefined_name_rules_without_the_added_line_qualifier_stay_evidence(repo: Path) -> None:
     config = CascadeConfig(static=StaticConfig(reject_rules=["ruff:F821", "pyright:reportUndefinedVariable"]))
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return a + b", "return a + b + missing_name")})
@@ -150,6 +153,7 @@ def test_undefined_name_rules_without_the_added_line_qualifier_stay_evidence(rep
     assert verdict.stages[0].outcome == Outcome.PASS  # the class of an added-line undefined name is qualified
 
 
+@pytest.mark.slow
 def test_removing_a_function_an_unchanged_dependent_calls_is_rejected(repo: Path) -> None:
     without_helper = CORE.replace("def helper(x):\n    return x * 2\n\n\n", "")
     result = stage1(repo, {"pkg/core.py": without_helper})
@@ -161,6 +165,7 @@ def test_removing_a_function_an_unchanged_dependent_calls_is_rejected(repo: Path
     assert "pyright:reportAttributeAccessIssue:in-repo-module" in classes(result)
 
 
+@pytest.mark.slow
 def test_removing_a_module_an_unchanged_dependent_imports_is_rejected(repo: Path) -> None:
     result = stage1(repo, {"pkg/core.py": None, "pkg/extra.py": "def fresh():\n    return undefined_in_new_file\n"})
     assert result.outcome == Outcome.REJECT
@@ -171,6 +176,7 @@ def test_removing_a_module_an_unchanged_dependent_imports_is_rejected(repo: Path
     assert "pkg.core" in info.details.names and info.details.dependents == ["pkg/user.py"]
 
 
+@pytest.mark.slow
 def test_preexisting_error_that_moved_is_not_new(repo: Path) -> None:
     shifted = CORE.replace("import os\n", "import os\n\nLIMIT = 3\n\n\ndef extra():\n    return LIMIT\n\n")
     result = stage1(repo, {"pkg/core.py": shifted})
@@ -179,6 +185,7 @@ def test_preexisting_error_that_moved_is_not_new(repo: Path) -> None:
     assert "0 new diagnostic" in result.reason
 
 
+@pytest.mark.slow
 def test_wrong_arity_to_an_in_repo_function_is_rejected(repo: Path) -> None:
     result = stage1(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
     assert result.outcome == Outcome.REJECT
@@ -186,6 +193,7 @@ def test_wrong_arity_to_an_in_repo_function_is_rejected(repo: Path) -> None:
     assert "Expected 1 positional argument" in result.evidence[0].diagnostics[0].message
 
 
+@pytest.mark.slow
 def test_stdlib_call_complaint_and_broad_rule_are_evidence_not_rejects(repo: Path) -> None:
     body = CORE + "\n\ndef joined():\n    return os.path.join(1)\n\n\ndef shout():\n    return maybe(True).upper()\n"
     result = stage1(repo, {"pkg/core.py": body})
@@ -239,6 +247,7 @@ def test_fingerprints_ignore_line_numbers_but_count_repeats() -> None:
     )
 
 
+@pytest.mark.slow
 def test_crashing_ruff_is_unavailable_and_pyright_still_grounds_the_reject(repo: Path) -> None:
     patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
     config = CascadeConfig(static=StaticConfig(ruff_select=["NOT-A-RULE"]))  # ruff exits 2 on it
@@ -278,6 +287,7 @@ def _static_twice(repo: Path, tmp_path: Path, between: Callable[[Path], None] | 
     return [first, _static_review(repo, tmp_path)]
 
 
+@pytest.mark.slow
 def test_a_repeat_review_reuses_the_base_runs_and_says_so(repo: Path, tmp_path: Path) -> None:
     verdicts = _static_twice(repo, tmp_path)
     first, second = (v.stages[0] for v in verdicts)
@@ -419,6 +429,7 @@ IMPORT_SPELLINGS = [
 
 @pytest.mark.parametrize("importer", IMPORT_SPELLINGS, ids=["relative-from", "from-package", "relative-package", "as"])
 @pytest.mark.parametrize("how", ["rename", "delete"])
+@pytest.mark.slow
 def test_importers_of_a_renamed_or_deleted_module_are_dependents(make_repo: MakeRepo, importer: str, how: str) -> None:
     # Every spelling of the import is found (issue 13, point 5): before, only the dotted name `pkg.core` was
     # searched, so a relative or from-package import of a renamed module went unchecked.
@@ -433,6 +444,7 @@ def test_importers_of_a_renamed_or_deleted_module_are_dependents(make_repo: Make
     assert {d.path for d in static_diagnostics(result, rejecting=True)} == {"pkg/user.py"}
 
 
+@pytest.mark.slow
 def test_a_rename_whose_importers_are_updated_is_not_rejected(make_repo: MakeRepo) -> None:
     repo = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "pkg/user.py": IMPORT_SPELLINGS[0]})
     moved = IMPORT_SPELLINGS[0].replace(".core", ".engine")

@@ -103,6 +103,7 @@ def test_bwrap_without_strace_is_unavailable_with_a_one_line_reason(
     assert reason is not None and "strace is not installed" in reason and "\n" not in reason
 
 
+@pytest.mark.slow
 def test_killing_the_containers_strace_opens_no_untraced_window(tmp_path: Path) -> None:
     """In docker the run can see its tracer (same uid). Killing it leaves strace's seccomp filter without a tracer:
     every traced call then fails (ENOSYS), so nothing is written untraced, and the run's end is missing."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from cascade.config import parse_config
 from cascade.execution.test_selection import (
     SelectedTests,
@@ -130,6 +132,7 @@ def test_changed_functions_and_chunks() -> None:
     assert chunked(sel, files_per_chunk=4) == [["t0.py", "t1.py", "t2.py", "t3.py"], ["t4.py"], ["t.py::test_a"]]
 
 
+@pytest.mark.slow
 def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     """The nearby files pass; the hop importer's test crashes on the patch → reject, attributed to the wider chunk."""
     files = dict(FILES)
@@ -152,6 +155,7 @@ def test_stage_finds_a_crash_only_a_one_hop_test_sees(make_repo: MakeRepo, sandb
     assert {e.details.selected_by for e in regressions} == {"test_name", "import_hop"}
 
 
+@pytest.mark.slow
 def test_budget_cuts_the_wider_selection_and_says_so(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(FILES)
     patch = diff_of(repo, {"pkg/core.py": CORE.replace("return 2 * x", "return 2 * x.value")})
