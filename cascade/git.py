@@ -1,4 +1,9 @@
-"""The one way cascade runs git: hooks and detached-HEAD advice neutralised, no prompt on stdin, a timeout."""
+"""The one way cascade runs git: hooks and detached-HEAD advice neutralised, no prompt on stdin, a timeout.
+
+The git command line itself, not GitPython: cascade needs a handful of plumbing calls (worktree add/remove, apply
+with its fallbacks, ls-files, grep, check-ignore --no-index) whose exact flags and messages it reports, and
+GitPython would run the same commands through its own subprocess layer with hooks and prompts to neutralise anew.
+"""
 
 from __future__ import annotations
 

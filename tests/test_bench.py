@@ -393,7 +393,7 @@ def test_swebench_cases_get_the_harness_environment_unless_the_config_names_one(
 
 
 def test_the_report_lists_each_rejected_acceptable_patch_with_its_line() -> None:
-    # issue 13, point 6: a reader judges the label from the cited line
+    # a reader judges the label from the cited line
     def row(instance: str, label: LabelClass, decision: Decision, evidence: str) -> TraceRow:
         return TraceRow(
             instance_id=instance, model="m", arm="rules-only", repo="o/r", label=label, decision=decision,

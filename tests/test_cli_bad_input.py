@@ -1,4 +1,4 @@
-"""Every bad input ends in one clear line on stderr and exit 3 — never a traceback (issue 2, point 7)."""
+"""Every bad input ends in one clear line on stderr and exit 3 — never a traceback (README, Review a patch)."""
 
 from __future__ import annotations
 

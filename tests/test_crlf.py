@@ -1,4 +1,4 @@
-"""A CRLF patch gets exactly the verdict of its LF twin, over every patch case of the bad-input matrix (issue 13.1)."""
+"""A CRLF patch gets exactly the verdict of its LF twin, over every patch case of the bad-input matrix."""
 
 from __future__ import annotations
 

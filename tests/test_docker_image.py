@@ -1,4 +1,4 @@
-"""The Dockerfile (issue 6 points 3-4): built from the locally made base image (no registry is reachable), then run
+"""The Dockerfile: built from the locally made base image (no registry is reachable), then run
 with no network on the demo example. The image must give the same static verdict as the gate on the host — which
 proves ruff, pyright and node were pre-warmed at build time and nothing is fetched at review time.
 

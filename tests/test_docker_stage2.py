@@ -1,4 +1,4 @@
-"""Stage 2 on the docker backend, end to end (issue 4): a real uv venv made on the host from Debian's interpreter
+"""Stage 2 on the docker backend, end to end: a real uv venv made on the host from Debian's interpreter
 (base prefix /usr) runs pytest inside the container as its unprivileged user, on the image's own interpreter —
 the host's /usr is never bound over the container's. Also: engine and start failures are one clear line.
 

@@ -1,4 +1,4 @@
-"""Compiled extensions built once in the tree and reused (issue 15, point 3), with a real C compiler and a real
+"""Compiled extensions built once in the tree and reused, with a real C compiler and a real
 Stage 2 run: the project's test imports a C module that exists only after ``setup.py build_ext --inplace``."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Binary files are a normal pull request; the hygiene stage rejects ignored files and generated artifacts
-(issue 13, point 4). Real git repositories, real ``git apply``/``git check-ignore``, the real CLI."""
+(README, How it decides). Real git repositories, real ``git apply``/``git check-ignore``, the real CLI."""
 
 from __future__ import annotations
 

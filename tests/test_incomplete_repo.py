@@ -1,5 +1,5 @@
-"""A repository that lacks objects of the base commit is reported as incomplete, with the stages that need no
-checkout still run — not a generic error (issue 13.11). The repository is real: a blob's object is deleted."""
+"""A repository that lacks objects of the base commit is reported as incomplete, with the stages that need no checkout
+still run — not a generic error (README, Review a patch). The repository is real: a blob's object is deleted."""
 
 from __future__ import annotations
 

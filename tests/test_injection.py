@@ -1,5 +1,5 @@
-"""Prompt injection cannot buy an accept (issue 13): a scripted OpenAI-compatible server that always answers
-accept, the real pipeline and CLI, injections in every place the gate reads, and benign twins."""
+"""Prompt injection cannot buy an accept (README, How it decides): a scripted OpenAI-compatible server that always
+answers accept, the real pipeline and CLI, injections in every place the gate reads, and benign twins."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The issue probe source (issue 15, point 1): extraction from real-looking issue texts, and Stage 2 judging its
-probes on real repositories with real pytest runs in the sandbox."""
+"""The issue probe source (cascade/probesources/issue.py): extraction from real-looking issue texts, and Stage 2 judging
+its probes on real repositories with real pytest runs in the sandbox."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a new user hits first (issue 13): silent missing tools, output paths, model flags, progress and help.
+"""What a new user hits first (README, Set up): silent missing tools, output paths, model flags, progress and help.
 
 Every test runs `python -m cascade` as a user would, on a real git repository holding the demo package."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import site
@@ -248,3 +249,51 @@ def test_progress_shows_stages_on_a_terminal_only(demo: Path) -> None:
     assert code == 1 and "running stage" not in terminal
     piped = cascade("review", FIX, "--repo", str(demo))
     assert piped.returncode == 1 and piped.stderr == ""
+
+
+# -- an installed cascade finds its own data -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_carries_the_red_team_corpus_and_the_prompt_templates(tmp_path: Path) -> None:
+    """The wheel, installed into a fresh venv (its dependencies reached through PYTHONPATH, never the checkout):
+    `cascade bench redteam` and the prompt loader read the copies inside the installed package."""
+    source = tmp_path / "source"  # pip builds in the tree it is given: a copy keeps build/ out of the checkout
+    ignored = shutil.ignore_patterns(".git", ".nox", "build", "*.egg-info", "__pycache__", ".*_cache", "results")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=ignored)
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    wheel = next(wheels.glob("cascade_gate-*.whl"))
+    install = ["-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps", str(wheel)]
+    subprocess.run([sys.executable, *install], check=True, capture_output=True, timeout=600)
+    packages = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(packages)}
+    where = tmp_path / "elsewhere"  # not the checkout: nothing is found relative to the working directory
+    where.mkdir()
+    command = [str(venv / "bin" / "cascade"), "bench", "redteam", "--help"]
+    helped = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True)
+    assert helped.returncode == 0, helped.stderr
+    unwrapped = "".join(line.strip() for line in helped.stdout.splitlines())  # click breaks long paths anywhere
+    installed = rf"\[default: {re.escape(str(venv))}/lib/\S+/cascade/redteam/data\]"  # the corpus: the installed copy
+    assert re.search(installed, unwrapped), helped.stdout
+    code = (
+        "import cascade; from cascade.llm.prompts import load_template; from cascade.redteam.corpus import "
+        "DEFAULT_CORPUS, load_corpus, make_target_repo; import sys, tempfile, pathlib; "
+        "print(cascade.__file__); print(DEFAULT_CORPUS.resolve()); print(len(load_corpus())); "
+        "print(load_template('reviewer.v1').name, load_template('probe_generator.v1').name); "
+        "print(sorted(p.name for p in make_target_repo(pathlib.Path(tempfile.mkdtemp()) / 'repo').iterdir()))"
+    )
+    python = str(venv / "bin" / "python")
+    proc = subprocess.run([python, "-c", code], cwd=where, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    package, corpus, cases, templates, target = proc.stdout.splitlines()
+    assert package.startswith(f"{venv}/lib/") and corpus.startswith(f"{venv}/lib/")
+    assert int(cases) >= 98 and templates == "reviewer.v1 probe_generator.v1"
+    assert target == str(sorted([".git", "README.md", "pyproject.toml", "tests", "textkit"]))

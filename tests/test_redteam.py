@@ -1,4 +1,5 @@
-"""The red-team suite (issue 7): corpus shape, suite safety, and the full suite through the gate on real sandboxes.
+"""The red-team suite (README, Red-team suite): corpus shape, suite safety, and the full suite through the gate on real
+sandboxes.
 
 The full-suite tests run every case through `cascade.pipeline.review` on bwrap (and docker when its engine and
 image are there) and check the host is unchanged. To fit the time budget they switch off Stage 1 (static analysis
@@ -52,7 +53,7 @@ from cascade.redteam.safety import (
 
 DOMAINS = 8
 FRAMINGS = 4
-# Issue 14's allow-list cases: one framing each, beside the 8 x 4 grid; which issue point each one covers.
+# The allow-list cases: one framing each, beside the 8 x 4 grid; what each one covers.
 ALLOWLIST_CASES = {
     "git_hooks": "1 git directory", "env_bytecode": "2 interpreter environment", "worktree_sibling": "3 /tmp",
     "shared_memory": "3 /dev/shm", "lingering_process": "4 lingering process", "fork_limit": "5 resource limit",

@@ -1,4 +1,4 @@
-"""Isolation proven for real (issue 4 points 1, 5, 6): bwrap and docker run hostile code that tries to persist,
+"""Isolation proven for real (README, How it decides): bwrap and docker run hostile code that tries to persist,
 escape, exhaust or outlive the run; each attempt is contained, recorded, and leaves the host unchanged.
 
 Sockets only ever target 127.0.0.1 (a listener this test starts). Docker tests skip only when the engine does not

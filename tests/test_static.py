@@ -431,7 +431,7 @@ IMPORT_SPELLINGS = [
 @pytest.mark.parametrize("how", ["rename", "delete"])
 @pytest.mark.slow
 def test_importers_of_a_renamed_or_deleted_module_are_dependents(make_repo: MakeRepo, importer: str, how: str) -> None:
-    # Every spelling of the import is found (issue 13, point 5): before, only the dotted name `pkg.core` was
+    # Every spelling of the import is found (cascade/imports.py): before, only the dotted name `pkg.core` was
     # searched, so a relative or from-package import of a renamed module went unchecked.
     repo = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "pkg/user.py": importer})
     changes: dict[str, str | None] = {"pkg/core.py": None}

@@ -1,5 +1,5 @@
-"""Wider regression selection (issue 15, point 2): import graph, one in-repo hop, test names; and Stage 2 running it
-under its time budget, on a real repository with real pytest runs."""
+"""Regression selection (docs/architecture.md, Test selection): import graph, one in-repo hop, test names; and Stage 2
+running it under its time budget, on a real repository with real pytest runs."""
 
 from __future__ import annotations
 

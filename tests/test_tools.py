@@ -1,4 +1,4 @@
-"""pyright, ruff and uv are found next to the running interpreter when PATH lacks them (issue 13.2)."""
+"""pyright, ruff and uv are found next to the running interpreter when PATH lacks them (README, Set up)."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def get_arm(name: str) -> Arm:
 register_arm(RulesOnlyArm())
 
 
-# -- LLM arms (issue 5). Each caps its LLM spend with the config's llm.max_* budget and says so. -------------------
+# -- LLM arms. Each caps its LLM spend with the config's llm.max_* budget and says so. -------------------
 
 
 def _llm_budget(config: CascadeConfig, calls: int, note: str) -> ArmBudget:

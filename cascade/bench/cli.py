@@ -315,7 +315,7 @@ def compare_command(
 
 
 def _register_redteam() -> None:
-    from cascade.redteam.cli import redteam  # the red-team suite (issue 7): `cascade bench redteam`
+    from cascade.redteam.cli import redteam  # the red-team suite (README): `cascade bench redteam`
 
     bench.add_command(redteam)
 

@@ -1,4 +1,4 @@
-"""Compiled extensions built in the tree (astropy; issue 15, point 3): once per environment and extension sources.
+"""Compiled extensions built in the tree (astropy): once per environment and extension sources.
 
 Stage 2 runs a repository from its source tree, and some projects cannot be imported from source until their C/Cython
 extensions are compiled in place (``setup.py build_ext --inplace``, what ``pip install -e`` does). The build is slow

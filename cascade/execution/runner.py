@@ -1,6 +1,6 @@
 """Run pytest inside a sandbox and classify every test from its junit XML report.
 
-Outcome classes (issue 4): ``pass``; ``behavioural_fail`` — the code under test behaved wrongly (an assertion, pytest's
+Outcome classes: ``pass``; ``behavioural_fail`` — the code under test behaved wrongly (an assertion, pytest's
 "DID NOT RAISE", or an exception raised inside the code); ``setup_error`` — the test never got to judge the code
 (collection or import error of the test file, fixture error, missing dependency, timeout, crash); ``skipped``.
 A behavioural failure is further *assertion-class* (AssertionError, DID NOT RAISE, an explicit ``pytest.fail``, a

@@ -1,4 +1,5 @@
-"""Probes from the issue text: its code blocks and ``>>>`` sessions, run as the issue shows them (issue 15, point 1).
+"""Probes from the issue text: its code blocks and ``>>>`` sessions, run as the issue shows them (README, How it
+decides).
 
 A candidate is kept only when the base tree fails *the way the issue says*: it raises an exception whose type (and
 message fragment) the issue's traceback or error text shows, or — for a ``>>>`` session — it prints exactly the

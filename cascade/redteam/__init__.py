@@ -1,1 +1,1 @@
-"""The red-team suite: unsafe operations disguised as routine tests, run through the full gate (issue 7)."""
+"""The red-team suite (README, Red-team suite): unsafe operations disguised as routine tests, through the full gate."""

@@ -15,8 +15,8 @@ from cascade.models import Trace
 from cascade.redteam.models import CaseKind, CaseSpec, RedteamCase
 from cascade.traces import trace_from_data
 
-# probes/redteam lives at the project root, beside the package (a source checkout; not shipped in the wheel).
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "probes" / "redteam"
+# The package's corpus directory: in a checkout a symlink to probes/redteam, in an installed package its copy.
+DEFAULT_CORPUS = Path(__file__).parent / "data"
 _GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "redteam",
     "GIT_AUTHOR_EMAIL": "redteam@example.invalid",

@@ -1278,7 +1278,7 @@ BENIGN_TRACE_COMMANDS = [
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Allow-list cases (issue 14): mechanisms the deny-list oracle never saw. Each domain reuses the one-line fix of an
+# Allow-list cases: mechanisms the deny-list oracle never saw. Each domain reuses the one-line fix of an
 # existing module (the PR still fixes a real bug) with a test whose side effect is outside what a test run may touch.
 # ---------------------------------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ Planned = tuple[TraceJob, Arm]
 RowSink = Callable[[TraceRow], None]
 MAX_ATTEMPTS = 2  # a trace whose worker died is run once more (in a fresh process), then recorded as an error row
 
+
 class Executor(Protocol):
     @property
     def name(self) -> str:
