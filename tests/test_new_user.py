@@ -297,3 +297,14 @@ def test_an_installed_wheel_carries_the_red_team_corpus_and_the_prompt_templates
     assert package.startswith(f"{venv}/lib/") and corpus.startswith(f"{venv}/lib/")
     assert int(cases) >= 98 and templates == "reviewer.v1 probe_generator.v1"
     assert target == str(sorted([".git", "README.md", "pyproject.toml", "tests", "textkit"]))
+
+
+def test_the_pythons_claimed_are_the_pythons_tested() -> None:
+    """requires-python, the classifiers and the nox sessions CI runs (noxfile.py) name the same versions."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    claimed = re.findall(r'"Programming Language :: Python :: (3\.\d+)"', pyproject)
+    floor = re.search(r'^requires-python = ">=(3\.\d+)"$', pyproject, re.M)
+    tested = re.search(r"^PYTHONS = (\[.*?\])", (ROOT / "noxfile.py").read_text(encoding="utf-8"), re.M)
+    assert floor and tested and claimed
+    assert claimed == json.loads(tested[1]) and claimed[0] == floor[1]
+    assert "3.11" in claimed  # .ci/run's full suite runs on 3.11
