@@ -26,8 +26,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from cascade.bench.results import read_rows
 from cascade.bench.rows import TraceRow
-from cascade.bench.runner import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -96,3 +96,67 @@ def test_no_test_module_imports_another_test_module() -> None:
                 if name.startswith("tests.") and (leaf.startswith("test_") or leaf == "conftest"):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
     assert offenders == [], "move the shared code into a support module:\n" + "\n".join(offenders)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module → the cascade modules it imports (a name imported from a module counts as that module)."""
+    graph: dict[str, set[str]] = {}
+    for path in modules():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        graph[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = {m for _, m in imports(path)}
+
+    def module(name: str) -> str:
+        while name and name not in graph:
+            name = name.rpartition(".")[0]
+        return name
+
+    return {m: {module(n) for n in names} - {"", m} for m, names in graph.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next((e for e in edges if e not in index or e in stack), None)
+            if nxt is not None and nxt not in index:
+                index[nxt] = low[nxt] = len(index)
+                stack.append(nxt)
+                work.append((nxt, iter(sorted(graph[nxt]))))
+                continue
+            if nxt is not None:
+                low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    group.add(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(group)
+    return found
+
+
+def test_no_import_circle_beyond_a_package_and_its_own_modules() -> None:
+    """A package's __init__ may import its modules and they the package's names; any other circle (such as the
+    benchmark's driver and its executors once formed) is a design knot."""
+    knots = []
+    for group in _circles(_import_graph()):
+        top = min(group, key=len)
+        if not all(m == top or m.startswith(top + ".") for m in group):
+            knots.append(sorted(group))
+    assert knots == [], f"import circles: {knots}"

@@ -16,8 +16,9 @@ from cascade.bench.data import build_cases, gold_predictions, load_predictions, 
 from cascade.bench.metrics import compute_metrics, metric_set
 from cascade.bench.report import over_rejections
 from cascade.bench.repos import RepoResolver, is_git_repo
+from cascade.bench.results import read_rows
 from cascade.bench.rows import BenchCase, LabelClass, TraceRow, TraceStatus
-from cascade.bench.runner import RunOptions, read_rows, run_bench
+from cascade.bench.runner import RunOptions, run_bench
 from cascade.cli import cli
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
@@ -375,7 +376,7 @@ def test_published_swebench_files_load_with_their_labels() -> None:
 
 def test_swebench_cases_get_the_harness_environment_unless_the_config_names_one() -> None:
     from cascade.bench.rows import BenchCase
-    from cascade.bench.runner import config_for_case
+    from cascade.bench.worker import config_for_case
     from cascade.config import CascadeConfig, parse_config
 
     def case(repo: str, version: str) -> BenchCase:

@@ -20,8 +20,9 @@ from cascade.bench.fix_commits import (
     read_commit_list,
 )
 from cascade.bench.merged_prs import MERGED_PR_MODEL, merged_pr_cases, merged_pr_patch
+from cascade.bench.results import read_rows
 from cascade.bench.rows import BenchCase, LabelClass
-from cascade.bench.runner import config_for_case, read_rows, report_name
+from cascade.bench.worker import config_for_case, report_name
 from cascade.cli import cli
 from cascade.config import CascadeConfig
 from cascade.errors import BadInput

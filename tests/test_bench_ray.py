@@ -27,8 +27,10 @@ from cascade.bench.data import build_cases, load_predictions, load_resolved, loa
 from cascade.bench.executors import ExecutorSpec, RepoSource, TaskResources, arm_resources, make_executor
 from cascade.bench.executors.ray import INSTALL_HINT, LOCAL_RAY_ENV, _fit, _on_this_node
 from cascade.bench.repos import RepoResolver
+from cascade.bench.results import read_rows
 from cascade.bench.rows import LabelClass, TraceJob, TraceRow, TraceStatus
-from cascade.bench.runner import RunOptions, read_rows, run_bench, run_trace
+from cascade.bench.runner import RunOptions, run_bench
+from cascade.bench.worker import run_trace
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.models import Decision, Outcome, StageResult

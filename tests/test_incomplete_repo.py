@@ -13,7 +13,7 @@ import pytest
 from benchmarks.bad_input_matrix import ROOT, make_partial_repo
 from cascade.bench.arms import get_arm
 from cascade.bench.rows import BenchCase, LabelClass, TraceJob, TraceStatus
-from cascade.bench.runner import run_trace
+from cascade.bench.worker import run_trace
 from tests.support import run_git
 
 CLEAN = ROOT / "examples/demo/clean.diff"

@@ -191,7 +191,8 @@ def run_command(
     """Replay one prediction set; rows are appended to OUTPUT/results.jsonl (re-running resumes)."""
     from cascade.bench.arms import get_arm
     from cascade.bench.repos import RepoResolver
-    from cascade.bench.runner import RunOptions, read_rows, run_bench
+    from cascade.bench.results import read_rows
+    from cascade.bench.runner import RunOptions, run_bench
     from cascade.config import load_config
     from cascade.llm.overrides import with_llm_overrides
 
@@ -275,7 +276,7 @@ def _write_reports(rows: list[TraceRow], out: Path, seed: int, resamples: int) -
 )
 def report_command(results_jsonl: str, output_dir: str | None, seed: int, resamples: int) -> None:
     """Recompute metrics.json, report.md and risk_coverage.png from RESULTS_JSONL alone."""
-    from cascade.bench.runner import read_rows
+    from cascade.bench.results import read_rows
 
     rows = read_rows(results_jsonl)
     out = Path(output_dir) if output_dir else Path(results_jsonl).resolve().parent
@@ -302,7 +303,7 @@ def compare_command(
     """Paired comparison of two result sets on their common (instance, model) traces."""
     from cascade.bench.compare import compare, only_arm
     from cascade.bench.report import render_comparison
-    from cascade.bench.runner import read_rows
+    from cascade.bench.results import read_rows
 
     name_a, rows_a = only_arm(read_rows(a_jsonl), arm_a, a_jsonl, "--arm-a")
     name_b, rows_b = only_arm(read_rows(b_jsonl), arm_b, b_jsonl, "--arm-b")

@@ -9,7 +9,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from cascade.bench.executors import MAX_ATTEMPTS, Planned, RowSink
 from cascade.bench.rows import TraceRow, TraceStatus
-from cascade.bench.runner import died_row, failed_row, run_trace
+from cascade.bench.worker import died_row, failed_row, run_trace
 
 WORKER_DIED = "worker process died (killed, out of memory or a crash in C code)"
 
@@ -28,7 +28,7 @@ class LocalExecutor:
             pending = self._pool_run(pending, on_row)
             if attempt == MAX_ATTEMPTS:
                 for job, _arm in pending:
-                    on_row(died_row(job, WORKER_DIED))
+                    on_row(died_row(job, WORKER_DIED, MAX_ATTEMPTS))
 
     def _pool_run(self, planned: list[Planned], on_row: RowSink) -> list[Planned]:
         """Run the jobs in one pool; return those whose worker died (the pool breaks and cannot say which job)."""

@@ -38,7 +38,7 @@ from cascade.bench.executors import (
 )
 from cascade.bench.repos import RepoResolver
 from cascade.bench.rows import TraceJob, TraceRow, TraceStatus
-from cascade.bench.runner import died_row, failed_row, run_trace
+from cascade.bench.worker import died_row, failed_row, run_trace
 from cascade.errors import BadInput
 
 INSTALL_HINT = "--executor ray needs Ray, which is not installed: pip install 'cascade-gate[ray]'"
@@ -149,7 +149,7 @@ def _row_of(ray: ModuleType, ref: Any, job: TraceJob) -> TraceRow:
         cause = exc.cause if exc.cause is not None else exc
         return failed_row(job, TraceStatus.ERROR, f"{type(cause).__name__}: {cause}")
     except ray.exceptions.RayError as exc:  # worker crashed, node died, out of memory, object lost: after the retry
-        return died_row(job, f"{WORKER_DIED}: {type(exc).__name__}")
+        return died_row(job, f"{WORKER_DIED}: {type(exc).__name__}", MAX_ATTEMPTS)
 
 
 def _stop(ray: ModuleType, flying: Mapping[Any, TraceJob], on_row: RowSink) -> None:
