@@ -10,6 +10,7 @@ import pytest
 
 from cascade.bench.arms import get_arm
 from cascade.bench.data import TaskRow, build_cases, load_predictions
+from cascade.bench.official_tests import OfficialTestsStage
 from cascade.config import parse_config
 from cascade.errors import BadInput
 from cascade.execution.official import grade as grade_run
@@ -18,7 +19,7 @@ from cascade.execution.runner import TestResult as Result
 from cascade.models import OfficialTests, OfficialTestsDetails, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
 from cascade.sandbox.base import RunResult, Sandbox
-from cascade.stages.official_tests import OfficialTestsStage
+from cascade.stages import STAGES
 from tests.support import SWEBENCH_DIR, MakeRepo, diff_of, run_git
 
 CALC = "def divide(a, b):\n    return a / b\n"
@@ -42,8 +43,8 @@ def task(make_repo: MakeRepo) -> tuple[Path, OfficialTests]:
 
 def grade(repo: Path, patch: str, tests: OfficialTests | None, sandbox: Sandbox) -> StageResult:
     config = parse_config({"env": {"use_current_interpreter": True}})
-    request = ReviewRequest(repo=str(repo), patch_text=patch, official_tests=tests, config=config)
-    return review(request, stages=[OfficialTestsStage(sandbox=sandbox)]).stages[0]
+    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
+    return review(request, stages=[OfficialTestsStage(tests=tests, sandbox=sandbox)]).stages[0]
 
 
 def details(result: StageResult) -> OfficialTestsDetails:
@@ -110,6 +111,12 @@ def test_task_rows_carry_their_official_tests_only_when_they_have_them() -> None
 def test_the_arm_runs_only_the_official_tests_stage() -> None:
     arm = get_arm("official-tests")
     assert [s.name for s in arm.stages(parse_config({}))] == ["official_tests"]
+
+
+def test_the_official_tests_are_the_benchmarks_never_the_gates_input() -> None:
+    """The grader lives in cascade/bench: the gate's request has no field for a task's tests, and the stage is no
+    gate stage (the official-tests arm builds it with each case's own tests)."""
+    assert "official_tests" not in ReviewRequest.model_fields and "official_tests" not in STAGES
 
 
 def test_bench_case_from_the_published_lite_rows(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from cascade.bench.rows import ArmBudget
+from cascade.bench.official_tests import OfficialTestsStage
+from cascade.bench.rows import ArmBudget, BenchCase
 from cascade.config import CascadeConfig
 from cascade.errors import BadInput
 from cascade.stages import Stage, default_stages, make_stage, make_stages
@@ -57,6 +58,13 @@ class RulesOnlyArm:
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         return ArmBudget(note="mechanical: no LLM calls")
+
+
+@runtime_checkable
+class TailoredArm(Arm, Protocol):
+    """An arm whose stages depend on the case (the official-tests arm grades with each case's own tests)."""
+
+    def stages_for_case(self, config: CascadeConfig, case: BenchCase) -> list[Stage]: ...
 
 
 ARMS: dict[str, Arm] = {}
@@ -148,7 +156,11 @@ class OfficialTestsArm:
     description = "The task row's test_patch, FAIL_TO_PASS and PASS_TO_PASS run in the sandbox; resolved = accept"
 
     def stages(self, config: CascadeConfig) -> list[Stage]:
-        return [make_stage("official_tests")]
+        return [OfficialTestsStage()]
+
+    def stages_for_case(self, config: CascadeConfig, case: BenchCase) -> list[Stage]:
+        """The grader of this case's own tests (a task row's test_patch and test lists)."""
+        return [OfficialTestsStage(tests=case.official_tests)]
 
     def budget(self, config: CascadeConfig) -> ArmBudget:
         return ArmBudget(note=f"mechanical: one sandboxed pytest run, {config.sandbox.timeout_seconds:g}s cap")

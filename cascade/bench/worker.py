@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from cascade.bench.arms import Arm
+from cascade.bench.arms import Arm, TailoredArm
 from cascade.bench.repos import has_commit
 from cascade.bench.rows import BenchCase, StageRecord, TraceCost, TraceJob, TraceRow, TraceStatus
 from cascade.config import CascadeConfig
@@ -19,7 +19,7 @@ from cascade.errors import BadInput
 from cascade.execution.repo_specs import spec_for_repo
 from cascade.models import Decision, ReviewRequest, Trace, Verdict
 from cascade.pipeline import review
-from cascade.stages.official_tests import OfficialTestsStage
+from cascade.stages.base import Stage
 from cascade.traces import load_trace
 
 EVIDENCE_CHARS = 300
@@ -103,19 +103,23 @@ def config_for_case(config: CascadeConfig, case: BenchCase) -> CascadeConfig:
     return config.model_copy(update={"env": env.model_copy(update=fields)})
 
 
+def case_stages(arm: Arm, config: CascadeConfig, case: BenchCase) -> list[Stage]:
+    """The arm's stages for this case: an arm may tailor them (``stages_for_case``; the official-tests arm grades
+    with the case's own tests, which never enter the gate's input)."""
+    return arm.stages_for_case(config, case) if isinstance(arm, TailoredArm) else arm.stages(config)
+
+
 def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
     case = job.case
     trace = _load_trace(case.trace_path)
     config = config_for_case(job.config, case)
-    stages = arm.stages(config)
-    grades_officially = any(stage.name == OfficialTestsStage.name for stage in stages)
+    stages = case_stages(arm, config, case)
     request = ReviewRequest(
         repo=job.repo_path or case.repo,
         base_ref=case.base_commit,
         patch_text=case.patch_text,
         issue_text=case.issue_text,
         trace=trace,
-        official_tests=case.official_tests if grades_officially else None,  # never part of a gate's input
         config=config,
     )
     verdict = review(request, stages=stages, with_repo=row.repo_available)

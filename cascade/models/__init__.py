@@ -217,9 +217,6 @@ class ReviewRequest(Frozen):
     patch_text: str
     issue_text: str | None = None
     trace: Trace | None = None
-    official_tests: OfficialTests | None = Field(
-        default=None, description="The task's official tests, for the official-tests stage only (never the gate)."
-    )
     config: CascadeConfig = Field(default_factory=CascadeConfig)
 
 

@@ -19,7 +19,6 @@ from cascade.stages.base import Stage
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.injection import InjectionStage
 from cascade.stages.no_change import NoChangeStage
-from cascade.stages.official_tests import OfficialTestsStage
 from cascade.stages.probes import ProbesStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
@@ -33,7 +32,6 @@ STAGES: dict[str, Callable[..., Stage]] = {
     "static": StaticStage,
     "probes": ProbesStage,
     "reviewer": ReviewerStage,  # last: skipped (and says so) when no llm.model is configured
-    "official_tests": OfficialTestsStage,  # not a gate stage: the benchmark's upper-bound arm
 }
 GATE = ("no_change", "hygiene", "injection", "trace_scan", "static", "probes", "reviewer")  # what `cascade review` runs
 

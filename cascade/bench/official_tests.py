@@ -1,10 +1,11 @@
 """Official tests — the task's own FAIL_TO_PASS and PASS_TO_PASS tests, graded as the SWE-bench harness grades.
 
-Not a gate stage: a patch under review has no official tests. It is the paper's upper-bound diagnostic and a way to
-grade SWE-bench predictions on a laptop without the harness's Docker images (`cascade bench run --arm
-official-tests`). In a worktree of its own: the patch, then the test_patch's files reset to base and the test_patch
-applied; those test files run in the sandbox (`cascade/execution/official.py`), in the repository's environment from
-the SWE-bench table (`cascade/execution/envs.py`) or, for other repositories, the configured one.
+Not a gate stage, and no input of the gate: a patch under review has no official tests. It is the benchmark's
+upper-bound diagnostic and a way to grade SWE-bench predictions on a laptop without the harness's Docker images
+(`cascade bench run --arm official-tests`, which builds this stage with each case's own tests). In a worktree of its
+own: the patch, then the test_patch's files reset to base and the test_patch applied; those test files run in the
+sandbox (`cascade/execution/official.py`), in the repository's environment from the SWE-bench table
+(`cascade/execution/envs.py`) or, for other repositories, the configured one.
 
 Resolved → accept; a listed test that fails, errors or is absent → reject, as the harness counts it (the evidence
 says which, and whether it failed behaviourally or in setup; a run that ended without a report lists them all as
@@ -40,11 +41,12 @@ class OfficialTestsStage:
     needs_sandbox = True
     title = "Official tests — the task's FAIL_TO_PASS and PASS_TO_PASS, graded as SWE-bench does"
 
-    def __init__(self, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, tests: OfficialTests | None = None, sandbox: Sandbox | None = None) -> None:
+        self._tests = tests  # the case's; None: nothing to grade (the stage says so)
         self._sandbox = sandbox  # None: the configured backend
 
     def run(self, ctx: ReviewContext) -> StageResult:
-        tests = ctx.request.official_tests
+        tests = self._tests
         if tests is None:
             return StageResult.skipped(self.name, "no official tests given (a task row's test_patch and test lists)")
         if not ctx.patch.files:
