@@ -27,7 +27,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from cascade.bench.results import read_rows
-from cascade.bench.rows import TraceRow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,14 +57,6 @@ class Result(BaseModel):
     compare_discordant: tuple[int, int]
     loadavg_before: tuple[float, float, float]
     loadavg_after: tuple[float, float, float]
-
-
-def _timeless(row: TraceRow) -> dict[str, object]:
-    data = row.model_dump(mode="json")
-    data["cost"].pop("seconds")
-    for stage in data["stages"]:
-        stage.pop("seconds")
-    return data
 
 
 def _bench_run(executor: str, base_args: list[str], out: Path, jobs: int) -> ExecutorRun:
@@ -145,8 +136,8 @@ def main() -> None:
         startup = _ray_start_stop_seconds(args.jobs)
         after = os.getloadavg()
 
-    local_rows = {r.key: _timeless(r) for r in read_rows(out / "local" / "results.jsonl")}
-    ray_rows = {r.key: _timeless(r) for r in read_rows(out / "ray" / "results.jsonl")}
+    local_rows = {r.key: r.timeless() for r in read_rows(out / "local" / "results.jsonl")}
+    ray_rows = {r.key: r.timeless() for r in read_rows(out / "ray" / "results.jsonl")}
     different = sorted("/".join(k) for k in local_rows.keys() | ray_rows.keys() if local_rows.get(k) != ray_rows.get(k))
     discordant = _compare(out / "local" / "results.jsonl", out / "ray" / "results.jsonl", out / "compare.md")
     n = local.traces

@@ -349,6 +349,20 @@ def test_compare_pairs_commonly_decided_traces(tmp_path: Path) -> None:
     assert "coverage difference (A − B, all common traces): -0.100" in text
     as_json = json.loads(run_cli(["bench", "compare", str(path_a), str(path_b), "--format", "json"]))
     assert as_json["commonly_decided"] == 6
+    # the rows themselves, timings aside: 6 of the 10 traces got another decision from B
+    assert "Rows, timings aside: 4 identical, 6 different, 0 only in A, 0 only in B." in text
+    assert as_json["rows"]["different"][1] == {"instance_id": "t02", "model": "m", "fields": ["decision"]}
+
+
+def test_compare_says_whether_two_runs_gave_the_same_rows_timings_aside() -> None:
+    rows = [_row(i, label, decision) for i, (label, decision) in enumerate(HAND)]
+    slower = [r.model_copy(update={"cost": r.cost.model_copy(update={"seconds": r.cost.seconds + 9})}) for r in rows]
+    same = compare(rows, slower, "a", "a", resamples=0).rows
+    assert (same.identical, same.different, same.only_a, same.only_b) == (10, [], 0, 0)
+    changed = [*slower[:-1], slower[-1].model_copy(update={"evidence": "static: reject"})]
+    differs = compare(rows, changed[1:], "a", "a", resamples=0).rows
+    assert (differs.identical, differs.only_a, differs.only_b) == (8, 1, 0)
+    assert [(d.instance_id, d.fields) for d in differs.different] == [(rows[-1].instance_id, ["evidence"])]
 
 
 # --- the published data (skips when it is absent) ---------------------------------------------------------

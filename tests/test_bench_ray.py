@@ -106,16 +106,8 @@ def _wait_until_up(head: subprocess.Popen[bytes], log: Path) -> None:
 # --- rows through Ray equal the local executor's ------------------------------------------------------------
 
 
-def _timeless(row: TraceRow) -> dict[str, object]:
-    data = row.model_dump(mode="json")
-    data["cost"].pop("seconds")
-    for stage in data["stages"]:
-        stage.pop("seconds")
-    return data
-
-
-def _by_key(path: Path) -> dict[tuple[str, str, str], dict[str, object]]:
-    return {r.key: _timeless(r) for r in read_rows(path)}
+def _by_key(path: Path) -> dict[tuple[str, str, str], TraceRow]:
+    return {r.key: r.timeless() for r in read_rows(path)}
 
 
 def test_dev_fixture_through_ray_equals_local_and_resumes(swe: dict[str, Path], ray_address: str) -> None:

@@ -46,6 +46,43 @@ def paired_permutation_p(diffs: list[float], seed: int = DEFAULT_SEED, resamples
     return (1 + hits) / (1 + resamples)
 
 
+class RowDifference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    instance_id: str
+    model: str
+    fields: list[str] = Field(description="The row fields that differ, timings aside")
+
+
+class RowIdentity(BaseModel):
+    """Whether two runs of the same traces gave the same rows (every field but the wall times)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    identical: int
+    different: list[RowDifference]
+    only_a: int
+    only_b: int
+
+
+def row_identity(rows_a: list[TraceRow], rows_b: list[TraceRow]) -> RowIdentity:
+    """Rows of A and B paired by (instance, model), compared with their wall times zeroed (the arm may differ)."""
+    by_a = {(r.instance_id, r.model): r.timeless().model_dump(exclude={"arm"}) for r in rows_a}
+    by_b = {(r.instance_id, r.model): r.timeless().model_dump(exclude={"arm"}) for r in rows_b}
+    different = [
+        RowDifference(instance_id=k[0], model=k[1], fields=sorted(f for f in by_a[k] if by_a[k][f] != by_b[k][f]))
+        for k in sorted(by_a.keys() & by_b.keys())
+        if by_a[k] != by_b[k]
+    ]
+    common = len(by_a.keys() & by_b.keys())
+    return RowIdentity(
+        identical=common - len(different),
+        different=different,
+        only_a=len(by_a.keys() - by_b.keys()),
+        only_b=len(by_b.keys() - by_a.keys()),
+    )
+
+
 class Comparison(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -69,6 +106,7 @@ class Comparison(BaseModel):
     metrics_b: MetricSet
     budget_a: Budget
     budget_b: Budget
+    rows: RowIdentity
 
 
 def _wrong(r: TraceRow) -> bool:
@@ -134,4 +172,5 @@ def compare(
         metrics_b=mb,
         budget_a=budget_of([a for a, _ in pairs]),
         budget_b=budget_of([b for _, b in pairs]),
+        rows=row_identity(rows_a, rows_b),
     )

@@ -270,4 +270,16 @@ def render_comparison(c: Comparison) -> str:
             f"| {arm} | {b.seconds_mean:.2f} | {b.seconds_total:.1f} | {b.llm_calls_total} | {b.tokens_total} | "
             f"`{declared}` |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *_row_identity_lines(c)]) + "\n"
+
+
+def _row_identity_lines(c: Comparison) -> list[str]:
+    r = c.rows
+    lines = [
+        f"Rows, timings aside: {r.identical} identical, {len(r.different)} different, {r.only_a} only in A, "
+        f"{r.only_b} only in B."
+    ]
+    lines += [f"- `{d.instance_id}` ({d.model}): {', '.join(d.fields)}" for d in r.different[:50]]
+    if len(r.different) > 50:
+        lines.append(f"- …and {len(r.different) - 50} more (`--format json` lists them all)")
+    return lines

@@ -124,3 +124,12 @@ class TraceRow(BaseModel):
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.instance_id, self.model, self.arm)
+
+    def timeless(self) -> TraceRow:
+        """The row with its wall times zeroed: two runs of the same trace must agree on everything else."""
+        return self.model_copy(
+            update={
+                "cost": self.cost.model_copy(update={"seconds": 0.0}),
+                "stages": [s.model_copy(update={"seconds": 0.0}) for s in self.stages],
+            }
+        )
