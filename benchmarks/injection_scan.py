@@ -1,11 +1,11 @@
-"""The prompt-injection scan on SWE-bench data (issue 13, "prompt injection cannot buy an accept").
+"""The prompt-injection scan on SWE-bench data (README: prompt injection cannot buy an accept).
 
 None of these texts was written to address a reviewer, so every finding here is a false alarm of the scan (it
 would cap an accept at uncertain). Scans, with the stage's own functions: every non-empty patch (gold rows of
 Lite and Verified, resolved submissions, the three agents' predictions), every task's issue text, and every
 trajectory of the three agents (actions and thoughts, read by ``cascade.traces``)::
 
-    python benchmarks/injection_scan.py --data /work/shared/data/swebench --out benchmarks/results/injection_scan
+    python -m benchmarks.injection_scan --data ../shared/data/swebench --out benchmarks/results/injection_scan
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.undefined_names import load_items
+from cascade.bench.data import DEV_AGENTS, DevData
 from cascade.errors import BadInput
 from cascade.models import InjectionFinding
 from cascade.patch import parse_patch
 from cascade.stages.injection import scan_lines, scan_patch, scan_trace
 from cascade.traces import load_trace
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from undefined_names import AGENTS, load_items
 
 
 def main() -> int:
@@ -45,14 +44,14 @@ def main() -> int:
         except BadInput:
             continue
         record(f"patch {item.source} ({item.label})", f"{item.model} {item.instance}", scan_patch(patch))
-    for name in ("lite.tasks.jsonl", "verified.tasks.jsonl"):
-        for line in (args.data / name).read_text().splitlines():
-            task = json.loads(line)
-            issue = task["problem_statement"].splitlines()
+    dev = DevData(args.data)
+    for split in ("lite", "verified"):
+        for task in dev.tasks(split).values():
+            issue = task.problem_statement.splitlines()
             locations = [f"line {i}" for i in range(1, len(issue) + 1)]
-            record(f"issue text ({name.split('.')[0]})", task["instance_id"], scan_lines(issue, "issue", locations))
-    for source, folder in AGENTS.items():
-        for path in sorted((args.data / folder / "trajs").iterdir()):
+            record(f"issue text ({split})", task.instance_id, scan_lines(issue, "issue", locations))
+    for source in DEV_AGENTS:
+        for path in sorted(dev.agent_trajs(source).iterdir()):
             try:
                 trace = load_trace(str(path))
             except BadInput:

@@ -1,4 +1,4 @@
-"""Patch hygiene on SWE-bench patches (issue 13, point 4): acceptable patches rejected, defects caught, binaries.
+"""Patch hygiene on SWE-bench patches: acceptable patches rejected, defects caught, binaries (README: hygiene).
 
 For every non-empty patch (gold rows of Lite and Verified, the officially resolved submissions, the predictions of
 CodeR, moatless+gpt-4o and moatless+claude-3.5) the hygiene stage's own functions run:
@@ -10,7 +10,7 @@ CodeR, moatless+gpt-4o and moatless+claude-3.5) the hygiene stage's own function
   which is all ``git check-ignore`` reads. Only for repositories whose mirror is here; the others are reported as
   "not run".
 
-    python benchmarks/patch_hygiene.py --data /work/shared/data/swebench --repos /work/.mirror \
+    python -m benchmarks.patch_hygiene --data ../shared/data/swebench --repos /work/.mirror \
         --out benchmarks/results/patch_hygiene
 """
 
@@ -25,21 +25,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.undefined_names import Item, load_items
+from cascade.bench.repos import RepoResolver
 from cascade.errors import BadInput
 from cascade.patch import parse_patch
 from cascade.stages.hygiene import added_paths, artifact_findings, ignored_paths
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from undefined_names import Item, load_items
 
-
-def _mirror(repos: Path, item: Item) -> Path | None:
-    path = repos / item.repo.replace("/", "+") / "repo"
-    return path if path.is_dir() else None
+def _mirror(repos: RepoResolver, item: Item) -> Path | None:
+    path = repos.resolve(item.repo).path
+    return Path(path) if path else None
 
 
 def _git(mirror: Path, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(mirror), *args], capture_output=True, text=True).stdout
+    return subprocess.run(["git", "-C", str(mirror), *args], capture_output=True, text=True).stdout
 
 
 def gitignore_tree(mirror: Path, commit: str, scratch: Path) -> Path:
@@ -64,7 +63,7 @@ def tracked(mirror: Path, commit: str, directories: set[str]) -> set[str]:
     return paths
 
 
-def measure(item: Item, repos: Path, scratch: Path) -> dict[str, Any]:
+def measure(item: Item, repos: RepoResolver, scratch: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"key": item.key, "instance": item.instance, "source": item.source, "model": item.model}
     row |= {"label": item.label, "repo": item.repo}
     try:
@@ -89,7 +88,7 @@ def measure(item: Item, repos: Path, scratch: Path) -> dict[str, Any]:
 def summarize(rows: list[dict[str, Any]], command: str) -> str:
     sources = ["coder", "moatless-gpt4o", "moatless-claude35", "gold", "resolved-submission"]
     out = [
-        "# Patch hygiene on SWE-bench patches (issue 13, point 4)",
+        "# Patch hygiene on SWE-bench patches (README, How it decides: hygiene)",
         "",
         f"Command: `{command}`",
         "",
@@ -160,7 +159,8 @@ def main() -> int:
     args = parser.parse_args()
     items = load_items(args.data, args.repos, Counter(), require_mirror=False)  # every repository
     with tempfile.TemporaryDirectory(prefix="hygiene-") as scratch:
-        rows = [measure(item, args.repos, Path(scratch)) for item in items]
+        repos = RepoResolver(repos_dir=args.repos)
+        rows = [measure(item, repos, Path(scratch)) for item in items]
     args.out.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     args.out.with_suffix(".md").write_text(summarize(rows, "python " + " ".join(sys.argv)))
     return 0

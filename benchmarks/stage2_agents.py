@@ -1,13 +1,15 @@
-"""Stage 2 without a model on three agents' dev-split patches, per probe source, before and after (issue 15).
+"""Stage 2 without a model on three agents' dev-split patches, per probe source, before and after the wider selection.
 
 One run gives both sides: the stages run with ``stage2.exhaustive`` (every regression chunk and probe source runs even
-after a reject; the decision is unchanged), and each grounded reject records its source. "Before" is the decision
-with only what Stage 2 had before issue 15 — the first regression chunk (the 2 nearby files), the trace and pr_tests
-sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and the issue source (and the trace
-source on moatless trajectories, when a reader for them exists).
+after a reject; the decision is unchanged), and each grounded reject records its source. "Before" is the decision with
+only what Stage 2 had before the wider regression selection and the issue source — the first regression chunk (the 2
+nearby files), the trace and pr_tests sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and
+the issue source (and the trace source on moatless trajectories, when a reader for them exists).
 
-    python benchmarks/stage2_agents.py run --out benchmarks/results/stage2_agents.jsonl --jobs 2
-    python benchmarks/stage2_agents.py report --out benchmarks/results/stage2_agents.jsonl
+    python -m benchmarks.stage2_agents run --data ../shared/data/swebench --repos-dir /work/.mirror \
+        --out benchmarks/results/stage2_agents.jsonl --jobs 2
+    python -m benchmarks.stage2_agents report --data ../shared/data/swebench --repos-dir /work/.mirror \
+        --out benchmarks/results/stage2_agents.jsonl
 
 Subset (fixed, stated in the report): every trace of CodeR, moatless-gpt4o and moatless-claude35 on the 8 fetchable
 non-sympy repositories, plus a sympy sample (every 10th sympy Lite instance id in sorted order) of the same agents,
@@ -29,53 +31,49 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from cascade.bench.data import DEV_AGENTS, DevData, TaskRow, trace_file
+from cascade.bench.repos import RepoResolver
 from cascade.probesources.issue import extract_examples
 
-DATA = Path("/work/shared/data/swebench")
-MIRRORS = Path("/work/.mirror")
-FETCHABLE = {
-    "sympy/sympy", "pytest-dev/pytest", "psf/requests", "sphinx-doc/sphinx", "pylint-dev/pylint",
-    "pallets/flask", "pydata/xarray", "mwaskom/seaborn", "astropy/astropy",
-}  # fmt: skip
-AGENTS = {"coder": "coder-lite", "moatless-gpt4o": "moatless-gpt4o-lite", "moatless-claude35": "moatless-claude35-lite"}
+# Where the data and the repositories are (--data, --repos-dir): set once in main, before the worker processes fork.
+DATA = DevData(".")
+REPOS = RepoResolver()
+AGENTS = DEV_AGENTS
 SYMPY_EVERY = 10
 RESOLVED_PER_INSTANCE = 2  # the first two resolved submissions per instance, in file order
 SOURCES = ["generated", "issue", "trace", "pr_tests"]  # generated says "no model" and proposes nothing
 
 
-def task_rows() -> dict[str, dict[str, Any]]:
-    rows = [json.loads(x) for x in (DATA / "lite.tasks.jsonl").read_text().splitlines() if x.strip()]
-    return {r["instance_id"]: r for r in rows if r["repo"] in FETCHABLE}
+def task_rows() -> dict[str, TaskRow]:
+    """The Lite rows of the repositories found under --repos-dir."""
+    return {iid: row for iid, row in DATA.tasks("lite").items() if REPOS.resolve(row.repo).path is not None}
 
 
-def subset(tasks: dict[str, dict[str, Any]]) -> set[str]:
-    sympy = sorted(i for i, r in tasks.items() if r["repo"] == "sympy/sympy")
-    return {i for i, r in tasks.items() if r["repo"] != "sympy/sympy"} | set(sympy[::SYMPY_EVERY])
+def subset(tasks: dict[str, TaskRow]) -> set[str]:
+    sympy = sorted(i for i, r in tasks.items() if r.repo == "sympy/sympy")
+    return {i for i, r in tasks.items() if r.repo != "sympy/sympy"} | set(sympy[::SYMPY_EVERY])
 
 
 def items() -> Iterator[dict[str, Any]]:
     tasks = task_rows()
     chosen = subset(tasks)
-    for agent, folder in AGENTS.items():
-        resolved = set(json.loads((DATA / folder / "results.json").read_text())["resolved"])
-        for line in (DATA / folder / "all_preds.jsonl").read_text().splitlines():
-            pred = json.loads(line)
-            iid = pred["instance_id"]
+    for agent in AGENTS:
+        resolved = DATA.agent_resolved(agent)
+        for pred in DATA.agent_predictions(agent):
+            iid = pred.instance_id
             if iid in chosen:
-                trajs = DATA / folder / "trajs"
-                trace = next((str(p) for p in (trajs / f"{iid}.traj", trajs / f"{iid}.json") if p.is_file()), None)
+                traj = trace_file(DATA.agent_trajs(agent), iid)
                 label = "acceptable" if iid in resolved else "defect"
-                yield {"key": f"{agent}:{iid}", "set": agent, "iid": iid, "patch": pred.get("model_patch") or "",
-                       "label": label, "trace": trace}  # fmt: skip
+                yield {"key": f"{agent}:{iid}", "set": agent, "iid": iid, "patch": pred.model_patch or "",
+                       "label": label, "trace": str(traj) if traj else None}  # fmt: skip
     for iid in sorted(chosen):
-        yield {"key": f"gold:{iid}", "set": "gold", "iid": iid, "patch": tasks[iid]["patch"], "label": "acceptable"}
+        yield {"key": f"gold:{iid}", "set": "gold", "iid": iid, "patch": tasks[iid].patch, "label": "acceptable"}
     per_instance: dict[str, int] = defaultdict(int)
-    for line in (DATA / "resolved-submissions/lite.preds.jsonl").read_text().splitlines():
-        pred = json.loads(line)
-        if pred["instance_id"] in chosen and per_instance[pred["instance_id"]] < RESOLVED_PER_INSTANCE:
-            per_instance[pred["instance_id"]] += 1
-            key = f"resolved:{pred['model_name_or_path']}:{pred['instance_id']}"
-            yield {"key": key, "set": "resolved", "iid": pred["instance_id"], "patch": pred["model_patch"] or "",
+    for pred in DATA.resolved_submissions("lite"):
+        if pred.instance_id in chosen and per_instance[pred.instance_id] < RESOLVED_PER_INSTANCE:
+            per_instance[pred.instance_id] += 1
+            key = f"resolved:{pred.model_name_or_path}:{pred.instance_id}"
+            yield {"key": key, "set": "resolved", "iid": pred.instance_id, "patch": pred.model_patch or "",
                    "label": "acceptable"}  # fmt: skip
 
 
@@ -89,7 +87,7 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
     from cascade.traces import load_trace
 
     row = task_rows()[item["iid"]]
-    spec = spec_for_repo(row["repo"], row["version"])
+    spec = spec_for_repo(row.repo, row.version)
     env = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
            "extras": spec.extras, "build_extensions": spec.build_extensions} if spec else {}  # fmt: skip
     stage2: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
@@ -105,10 +103,10 @@ def review_item(item: dict[str, Any]) -> dict[str, Any]:
         except CascadeError:
             trace = None
     request = ReviewRequest(
-        repo=str(MIRRORS / row["repo"].replace("/", "+") / "repo"), base_ref=row["base_commit"],
-        patch_text=item["patch"], issue_text=row["problem_statement"], trace=trace, config=config,
+        repo=REPOS.resolve(row.repo).path or row.repo, base_ref=row.base_commit,
+        patch_text=item["patch"], issue_text=row.problem_statement, trace=trace, config=config,
     )  # fmt: skip
-    record.update(repo=row["repo"], has_trace=trace is not None)
+    record.update(repo=row.repo, has_trace=trace is not None)
     started = time.perf_counter()
     try:
         verdict = review(request, stages=default_stages(config))
@@ -158,12 +156,12 @@ def interleaved(todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tasks = task_rows()
     by_repo: dict[str, list[str]] = defaultdict(list)
     for iid in sorted({i["iid"] for i in todo}):
-        by_repo[tasks[iid]["repo"]].append(iid)
+        by_repo[tasks[iid].repo].append(iid)
     order: list[str] = []
     for rank in range(max((len(v) for v in by_repo.values()), default=0)):
         order += [iids[rank] for _, iids in sorted(by_repo.items()) if rank < len(iids)]
     position = {iid: n for n, iid in enumerate(order)}
-    examples = {iid for iid in position if extract_examples(tasks[iid]["problem_statement"])}
+    examples = {iid for iid in position if extract_examples(tasks[iid].problem_statement)}
     # Instances whose issue shows a runnable failing example first: there every source can act (the run is long).
     return sorted(todo, key=lambda i: (i["iid"] not in examples, position[i["iid"]]))
 
@@ -172,7 +170,7 @@ def run(out: Path, jobs: int, only: set[str] | None, repos: set[str] | None) -> 
     done = {json.loads(x)["key"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
     tasks = task_rows()
     todo = [i for i in items() if i["key"] not in done and (not only or i["set"] in only)]
-    todo = interleaved([i for i in todo if not repos or tasks[i["iid"]]["repo"] in repos])
+    todo = interleaved([i for i in todo if not repos or tasks[i["iid"]].repo in repos])
     print(f"{len(todo)} trace(s) to run, {len(done)} done", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(review_item, i) for i in todo]
@@ -206,16 +204,16 @@ def allowed_only(finding: dict[str, Any]) -> bool:
     return finding["source"] == "side_effect" and "allowed record(s)" in finding["summary"]
 
 
-NEW_SOURCES = {"regression@wider", "issue"}  # what issue 15 added to Stage 2
+NEW_SOURCES = {"regression@wider", "issue"}  # what the wider selection and the issue source added to Stage 2
 
 
 OFF_BY_DEFAULT = {"issue"}  # measured here with the source on; it ships off (see the report's text)
-MODES = ("before", "default", "all")  # before issue 15 · after, shipped defaults · after, every source on
+MODES = ("before", "default", "all")  # before the wider selection · after, shipped defaults · after, every source on
 
 
 def rejects(record: dict[str, Any], sources: set[str] | None, mode: str = "all") -> bool:
     """Whether any of ``sources`` (None: any) rejects this trace under ``mode``: ``before`` counts only what Stage 2
-    had before issue 15, ``default`` what the shipped defaults run, ``all`` every source measured."""
+    had before the wider selection, ``default`` what the shipped defaults run, ``all`` every source measured."""
     found = rejecting_sources(record)
     if mode == "before":
         found -= NEW_SOURCES
@@ -270,15 +268,15 @@ def report(out: Path) -> str:
     records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
     ok = [r for r in records if r["status"] == "ok"]
     order = source_order(ok)
-    lines = ["# Stage 2 per agent and per source, dev split subset (issue 15)", "",
+    lines = ["# Stage 2 per agent and per source, dev split subset", "",
              f"Traces run: {len(records)} ({len(records) - len(ok)} error rows, excluded below).", ""]  # fmt: skip
     by_set: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in ok:
         by_set[r["set"]].append(r)
     for title, label in (("Catch (defects rejected)", "defect"), ("Over-rejection (acceptable patches rejected)",
                          "acceptable"), ("Coverage (all traces decided)", None)):  # fmt: skip
-        lines += [f"## {title}, Wilson 95% CIs", "", "| set | n | before issue 15 | after, shipped defaults | "
-                  "after, + issue source |", "|---|---|---|---|---|"]  # fmt: skip
+        lines += [f"## {title}, Wilson 95% CIs", "", "| set | n | before the wider selection | "
+                  "after, shipped defaults | after, + issue source |", "|---|---|---|---|---|"]  # fmt: skip
         for name in [*AGENTS, "gold", "resolved"]:
             rs = [r for r in by_set.get(name, []) if label is None or r["label"] == label]
             if rs:
@@ -330,7 +328,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sets", default="", help="Comma-separated subset of sets (coder, gold, …); empty = all.")
     parser.add_argument("--repos", default="", help="Comma-separated repositories (owner/name); empty = all.")
+    parser.add_argument("--data", required=True, help="The SWE-bench dev data (its README names the files).")
+    parser.add_argument("--repos-dir", required=True, help="Repositories, as `cascade bench run --repos-dir`.")
     args = parser.parse_args()
+    global DATA, REPOS
+    DATA, REPOS = DevData(args.data), RepoResolver(repos_dir=args.repos_dir)
     if args.command == "run":
         sets = set(filter(None, args.sets.split(","))) or None
         run(args.out, args.jobs, sets, set(filter(None, args.repos.split(","))) or None)

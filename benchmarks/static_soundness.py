@@ -1,10 +1,10 @@
-"""Soundness and cost of Stages 0+1 on real SWE-bench patches (issue 2, point 8).
+"""Soundness and cost of Stages 0+1 on real SWE-bench patches (README, How it decides).
 
 For every patch of a fetchable repository among the gold patches (lite + verified task rows), the officially
 resolved submissions and the CodeR predictions, run ``review`` with [NoChangeStage, StaticStage] at the task's
 base commit. Writes one JSON line per patch and a Markdown summary:
 
-    python benchmarks/static_soundness.py --data /work/shared/data/swebench --repos /work/.mirror --jobs 2 \
+    python -m benchmarks.static_soundness --data ../shared/data/swebench --repos /work/.mirror --jobs 2 \
         --out benchmarks/results/static_soundness
 
 ``--summary-only`` rebuilds the Markdown from an existing JSONL (the allow-list is re-applied to the recorded
@@ -20,13 +20,14 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cascade.bench.data import DevData, TaskRow
+from cascade.bench.repos import RepoResolver
 from cascade.config import DEFAULT_REJECT_RULES, CascadeConfig, StaticConfig
 from cascade.context import ReviewContext
 from cascade.errors import CascadeError
@@ -101,26 +102,23 @@ class TimedStaticStage(StaticStage):
         return result
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
+def _own_records(path: Path) -> list[dict[str, Any]]:
+    """This script's own output lines (not the SWE-bench data, which cascade.bench.data reads)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def load_items(data: Path, repos: Path, unfetchable: Counter[str] | None = None) -> list[Item]:
     """Every non-empty patch of a fetched repository; ``unfetchable`` counts, per source, those left out."""
-    tasks: dict[str, dict[str, Any]] = {}
-    for name in ("verified.tasks.jsonl", "lite.tasks.jsonl"):
-        for row in _jsonl(data / name):
-            tasks[row["instance_id"]] = row
+    dev = DevData(data)
+    tasks = {**dev.tasks("verified"), **dev.tasks("lite")}
+    resolver = RepoResolver(repos_dir=str(repos))
     items: list[Item] = []
 
-    def add(instance: str, source: str, label: str, patch: str, model: str = "", task: dict[str, Any] | None = None):
+    def add(instance: str, source: str, label: str, patch: str, model: str = "", task: TaskRow | None = None):
         task = task or tasks.get(instance)
         if task is None or not patch.strip():
             return
-        if not (repos / task["repo"].replace("/", "+") / "repo").is_dir():
+        if resolver.resolve(task.repo).path is None:
             if unfetchable is not None:
                 unfetchable[source] += 1
             return
@@ -130,29 +128,22 @@ def load_items(data: Path, repos: Path, unfetchable: Counter[str] | None = None)
                 source=source,
                 model=model,
                 label=label,
-                repo=task["repo"],
-                base_commit=task["base_commit"],
+                repo=task.repo,
+                base_commit=task.base_commit,
                 patch=patch,
             )
         )
 
-    for name in ("lite.tasks.jsonl", "verified.tasks.jsonl"):
-        for row in _jsonl(data / name):
-            add(row["instance_id"], "gold", ACCEPTABLE, row["patch"], "gold", row)
-    coder = json.loads((data / "coder-lite/results.json").read_text())
-    resolved = set(coder.get("resolved", []))
-    for row in _jsonl(data / "coder-lite/all_preds.jsonl"):
-        label = ACCEPTABLE if row["instance_id"] in resolved else DEFECT
-        add(row["instance_id"], "coder", label, row.get("model_patch") or "", row.get("model_name_or_path", ""))
-    for name in ("lite.preds.jsonl", "verified.preds.jsonl"):
-        for row in _jsonl(data / "resolved-submissions" / name):
-            add(
-                row["instance_id"],
-                "resolved-submission",
-                ACCEPTABLE,
-                row.get("model_patch") or "",
-                row.get("model_name_or_path", ""),
-            )
+    for split in ("lite", "verified"):
+        for row in dev.tasks(split).values():
+            add(row.instance_id, "gold", ACCEPTABLE, row.patch, "gold", row)
+    resolved = dev.agent_resolved("coder")
+    for pred in dev.agent_predictions("coder"):
+        label = ACCEPTABLE if pred.instance_id in resolved else DEFECT
+        add(pred.instance_id, "coder", label, pred.model_patch or "", pred.model_name_or_path)
+    for split in ("lite", "verified"):
+        for pred in dev.resolved_submissions(split):
+            add(pred.instance_id, "resolved-submission", ACCEPTABLE, pred.model_patch or "", pred.model_name_or_path)
     unique: dict[str, Item] = {}
     for item in items:
         unique.setdefault(item.key, item)
@@ -212,7 +203,7 @@ def evaluate(item: Item, repos: Path, measure_alone: bool = True, cache_dir: str
     base = Record(
         key=item.key, instance=item.instance, source=item.source, model=item.model, label=item.label, decision="error"
     )
-    repo = repos / item.repo.replace("/", "+") / "repo"
+    repo = RepoResolver(repos_dir=str(repos)).resolve(item.repo).path or item.repo
     config = CascadeConfig(static=StaticConfig(cache_dir=cache_dir))
     request = ReviewRequest(repo=str(repo), base_ref=item.base_commit, patch_text=item.patch, config=config)
     try:
@@ -246,7 +237,7 @@ def _keep_records(out: Path, redo_classes: list[str]) -> set[str]:
     """Keys already measured; records with a class in ``redo_classes`` (prefix match) are dropped to re-run."""
     if not out.exists():
         return set()
-    rows = list(_jsonl(out))
+    rows = _own_records(out)
     keep = [r for r in rows if not any(c.startswith(p) for c in r["new_by_class"] for p in redo_classes)]
     keep = [r for r in keep if not (redo_classes and r.get("error") is None and r.get("unavailable"))]
     # a worktree that could not be created (a race between concurrent `git worktree add`) is retried
@@ -390,8 +381,8 @@ def _quantile(values: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--data", type=Path, default=Path("/work/shared/data/swebench"))
-    parser.add_argument("--repos", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--data", type=Path, required=True, help="The SWE-bench dev data (its README names the files).")
+    parser.add_argument("--repos", type=Path, required=True, help="Repositories, as `cascade bench run --repos-dir`.")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument(
         "--out",
@@ -417,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--summary-only", action="store_true", help="rebuild the Markdown from the JSONL")
     args = parser.parse_args(argv)
-    if not (args.data / "lite.tasks.jsonl").is_file():
+    if not DevData(args.data).has("lite"):
         print(f"no SWE-bench data at {args.data}", file=sys.stderr)
         return 3
     jsonl, markdown = args.out.with_suffix(".jsonl"), args.out.with_suffix(".md")
@@ -428,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = items[: args.limit] if args.limit else items
         cache = str(args.cache_dir) if args.cache_dir else None
         run(chosen, args.repos, args.jobs, jsonl, args.alone_every, args.redo_class, cache)
-    records = [Record.model_validate(r) for r in _jsonl(jsonl)] if jsonl.exists() else []
+    lines = jsonl.read_text(encoding="utf-8").splitlines() if jsonl.exists() else []
+    records = [Record.model_validate_json(line) for line in lines if line.strip()]
     allow = set(CascadeConfig().static.reject_rules or DEFAULT_REJECT_RULES)
     planned = Counter(i.source for i in items)
     markdown.write_text(summarize(records, allow, planned, unfetchable), encoding="utf-8")

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from cascade.bench.data import DEV_AGENTS, DevData
+from cascade.bench.repos import RepoResolver
 from cascade.config import CascadeConfig
 from cascade.errors import CascadeError
 from cascade.models import ReviewRequest
@@ -41,11 +42,6 @@ from cascade.static.fingerprint import fingerprint_all, new_diagnostics
 from cascade.static.ruff import run_ruff
 from cascade.workspace import apply_patch
 
-AGENTS = {  # source name → prediction directory
-    "coder": "coder-lite",
-    "moatless-gpt4o": "moatless-gpt4o-lite",
-    "moatless-claude35": "moatless-claude35-lite",
-}
 SCREEN_RULES = ["F821", "F405"]
 
 
@@ -83,26 +79,18 @@ class Record(BaseModel):
     error: str | None = None
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
 def load_items(data: Path, repos: Path, unfetchable: Counter[str], *, require_mirror: bool = True) -> list[Item]:
     """Every non-empty patch, de-duplicated per source and model; only fetched repositories by default."""
-    tasks: dict[str, dict[str, Any]] = {}
-    for name in ("verified.tasks.jsonl", "lite.tasks.jsonl"):
-        for row in _jsonl(data / name):
-            tasks[row["instance_id"]] = row
+    dev = DevData(data)
+    tasks = {**dev.tasks("verified"), **dev.tasks("lite")}
+    resolver = RepoResolver(repos_dir=str(repos))
     items: dict[str, Item] = {}
 
     def add(instance: str, source: str, model: str, label: str, patch: str) -> None:
         task = tasks.get(instance)
         if task is None or not patch.strip():
             return
-        if require_mirror and not (repos / task["repo"].replace("/", "+") / "repo").is_dir():
+        if require_mirror and resolver.resolve(task.repo).path is None:
             unfetchable[source] += 1
             return
         item = Item(
@@ -110,24 +98,23 @@ def load_items(data: Path, repos: Path, unfetchable: Counter[str], *, require_mi
             source=source,
             model=model,
             label=label,
-            repo=task["repo"],
-            base_commit=task["base_commit"],
+            repo=task.repo,
+            base_commit=task.base_commit,
             patch=patch,
         )
         items.setdefault(item.key, item)
 
-    for name in ("lite.tasks.jsonl", "verified.tasks.jsonl"):
-        for row in _jsonl(data / name):
-            add(row["instance_id"], "gold", "gold", "acceptable", row["patch"])
-    for source, folder in AGENTS.items():
-        resolved = set(json.loads((data / folder / "results.json").read_text()).get("resolved", []))
-        for row in _jsonl(data / folder / "all_preds.jsonl"):
-            label = "acceptable" if row["instance_id"] in resolved else "defect"
-            add(row["instance_id"], source, source, label, row.get("model_patch") or "")
-    for name in ("lite.preds.jsonl", "verified.preds.jsonl"):
-        for row in _jsonl(data / "resolved-submissions" / name):
-            model = row.get("model_name_or_path", "")
-            add(row["instance_id"], "resolved-submission", model, "acceptable", row.get("model_patch") or "")
+    for split in ("lite", "verified"):
+        for row in dev.tasks(split).values():
+            add(row.instance_id, "gold", "gold", "acceptable", row.patch)
+    for source in DEV_AGENTS:
+        resolved = dev.agent_resolved(source)
+        for pred in dev.agent_predictions(source):
+            label = "acceptable" if pred.instance_id in resolved else "defect"
+            add(pred.instance_id, source, source, label, pred.model_patch or "")
+    for split in ("lite", "verified"):
+        for pred in dev.resolved_submissions(split):
+            add(pred.instance_id, "resolved-submission", pred.model_name_or_path, "acceptable", pred.model_patch or "")
     return list(items.values())
 
 

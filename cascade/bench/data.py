@@ -196,3 +196,40 @@ def trace_file(directory: Path, instance_id: str) -> Path | None:
     format is read from its content."""
     names = sorted(p for p in directory.glob(f"{glob.escape(instance_id)}.*") if p.is_file())
     return names[0] if names else None
+
+
+DEV_AGENTS = {  # agent → its folder in the dev data: all_preds.jsonl, results.json, trajs/
+    "coder": "coder-lite",
+    "moatless-gpt4o": "moatless-gpt4o-lite",
+    "moatless-claude35": "moatless-claude35-lite",
+}
+
+
+class DevData:
+    """The SWE-bench dev data as published (its README): the one place that knows its file names. Everything outside
+    `cascade/bench` reads it through here (tests/test_architecture.py checks that)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def tasks_file(self, split: str = "lite") -> Path:
+        return self.root / f"{split}.tasks.jsonl"
+
+    def has(self, split: str = "lite") -> bool:
+        return self.tasks_file(split).is_file()
+
+    def tasks(self, split: str = "lite") -> dict[str, TaskRow]:
+        return load_tasks(self.tasks_file(split))
+
+    def agent_predictions(self, agent: str) -> list[Prediction]:
+        return load_predictions(self.root / DEV_AGENTS[agent] / "all_preds.jsonl")
+
+    def agent_resolved(self, agent: str) -> set[str]:
+        return load_resolved(self.root / DEV_AGENTS[agent] / "results.json")
+
+    def agent_trajs(self, agent: str) -> Path:
+        return self.root / DEV_AGENTS[agent] / "trajs"
+
+    def resolved_submissions(self, split: str = "lite") -> list[Prediction]:
+        """Patches of other agents the official harness marked resolved (all acceptable)."""
+        return load_predictions(self.root / "resolved-submissions" / f"{split}.preds.jsonl")
