@@ -1,10 +1,10 @@
 """Run `cascade review` over a matrix of bad inputs and print, per case: exit code, first line, verdict reason.
 
 Every patch case also runs as its CRLF twin (``<case>+crlf``): a CRLF patch must get exactly the verdict of its LF
-twin (issue 13, point 1). The repository under review is a fresh git repository holding this project's demo
+twin. The repository under review is a fresh git repository holding this project's demo
 package (``examples/``), so the demo patches apply to it.
 
-    python3 benchmarks/bad_input_matrix.py > benchmarks/results/bad_input_matrix.after.md
+    python3 -m benchmarks.bad_input_matrix > benchmarks/results/bad_input_matrix.after.md
 
 Run it from the project root: ``python3 -m cascade`` then runs this checkout's package.
 """
@@ -93,7 +93,7 @@ def make_partial_repo(path: Path) -> Path:
 
 def venv_without_tools(path: Path) -> str:
     """A venv that sees cascade's packages but whose scripts directory holds ruff and no pyright (as on main before
-    issue 13, where ruff ran as ``python -m ruff`` and pyright came from PATH)."""
+    the first bad-input matrix, where ruff ran as ``python -m ruff`` and pyright came from PATH)."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True)
     ruff = shutil.which("ruff", path=sysconfig.get_path("scripts"))
     if ruff:

@@ -1,4 +1,4 @@
-"""Official-tests arm on the dev split (issue 15, point 5): agreement with the official SWE-bench labels per
+"""Official-tests arm on the dev split: agreement with the official SWE-bench labels per
 repository and per agent, from the result rows of `cascade bench run --arm official-tests`.
 
 Each prediction set runs with its own command (each run directory's COMMAND.txt, listed in the summary), e.g.::
@@ -9,7 +9,7 @@ Each prediction set runs with its own command (each run directory's COMMAND.txt,
 
 then this script summarises every run directory it is given::
 
-    python benchmarks/official_tests.py benchmarks/results/official_tests/* \
+    python -m benchmarks.official_tests benchmarks/results/official_tests/* \
         --summary benchmarks/results/official_tests.md
 
 Agreement = the arm's decision matches the label (accept ↔ resolved, reject ↔ not resolved or empty); an
@@ -81,9 +81,9 @@ def summary(runs: dict[str, list[dict[str, Any]]], commands: list[str]) -> str:
     ran = [r for r in everything if r["status"] == "ok" and r["stages"]]
     times = sorted(seconds(r) for r in ran)
     lines = [
-        "# Official-tests arm: agreement with the official SWE-bench labels (issue 15, point 5)",
+        "# Official-tests arm: agreement with the official SWE-bench labels ",
         "",
-        "Commands (each run directory's COMMAND.txt, in order), then `python benchmarks/official_tests.py …`:",
+        "Commands (each run directory's COMMAND.txt, in order), then `python -m benchmarks.official_tests …`:",
         "",
         *[f"    {c}" for c in commands],
         "",

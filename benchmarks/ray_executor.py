@@ -1,4 +1,4 @@
-"""The Ray executor against the local pool (issue 17): same traces, same rows?, wall-time ratio, Ray's overhead.
+"""The Ray executor against the local pool (docs/ray.md): same traces, same rows?, wall-time ratio, Ray's overhead.
 
 Runs one dev subset (default: the first 20 CodeR Lite traces whose repository is under --repos-dir, rules-only)
 through `cascade bench run --executor local --jobs N` and then `--executor ray --jobs N` (a local Ray with N CPUs
@@ -10,7 +10,7 @@ that the command starts and stops itself), in one invocation, then:
   same local Ray the executor starts);
 - records the load average before and after: on a shared machine the ratio, not the seconds, is the result.
 
-    python3 benchmarks/ray_executor.py [--limit 20] [--jobs 2] [--out benchmarks/results/ray-executor]
+    python3 -m benchmarks.ray_executor --data D --repos-dir R [--limit 20] [--jobs 2] [--out …/ray-executor]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from cascade.bench.data import DevData
 from cascade.bench.results import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,8 +109,8 @@ def _compare(local: Path, ray: Path, out: Path) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "swebench"))
-    parser.add_argument("--repos-dir", default="/work/.mirror")
+    parser.add_argument("--data", required=True, help="The SWE-bench dev data (its README names the files).")
+    parser.add_argument("--repos-dir", required=True, help="Repositories, as `cascade bench run --repos-dir`.")
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--arm", default="rules-only")
@@ -117,12 +118,10 @@ def main() -> None:
     parser.add_argument("--from-existing", action="store_true", help="Recompute result.json from OUT's runs only.")
     args = parser.parse_args()
 
-    data, out = Path(args.data), Path(args.out)
-    coder = data / "coder-lite"
+    out = Path(args.out)
     base_args = [
-        "bench", "run", "--tasks", str(data / "lite.tasks.jsonl"), "--predictions", str(coder / "all_preds.jsonl"),
-        "--results", str(coder / "results.json"), "--trajs", str(coder / "trajs"), "--repos-dir", args.repos_dir,
-        "--available-only", "--limit", str(args.limit), "--arm", args.arm, "--no-progress", "--resamples", "200",
+        "bench", "run", *DevData(args.data).run_arguments("coder"), "--repos-dir", args.repos_dir,
+        "--available-only", "--limit", str(args.limit), "--arm", args.arm, "--quiet", "--resamples", "200",
     ]  # fmt: skip
     if args.from_existing:
         previous = json.loads((out / "result.json").read_text())

@@ -1,4 +1,4 @@
-"""Sandbox overhead (issue 4, measurement d): one small pytest run, bare vs. bwrap vs. docker, as a ratio to bare.
+"""Sandbox overhead : one small pytest run, bare vs. bwrap vs. docker, as a ratio to bare.
 
 The same venv (Debian's /usr/bin/python3 + pytest, made with uv) runs the same test file in every mode: bare is a
 plain subprocess; bwrap and docker go through `cascade.sandbox` with the venv exposed read-only, exactly as Stage 2
@@ -7,7 +7,7 @@ hits all of them alike; the median wall time of --reps runs is reported. Bare ru
 environment the sandboxes give (so e.g. a host PYTHONDONTWRITEBYTECODE does not skew the baseline), and the venv is
 byte-compiled up front (the sandboxes see it read-only).
 
-    python3 benchmarks/sandbox_overhead.py [--reps 7] [--tests 30] [--json out.json]
+    python3 -m benchmarks.sandbox_overhead [--reps 7] [--tests 30] [--json out.json]
 """
 
 from __future__ import annotations

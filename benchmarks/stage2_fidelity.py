@@ -1,4 +1,4 @@
-"""Stage 2 on the SWE-bench dev split (issue 4, "Measure and report" (a)–(c)).
+"""Stage 2 on the SWE-bench dev split: environment fidelity (a) and Stage 2 as a gate (b)–(c).
 
 (a) ``fidelity`` — environment fidelity: for each Lite task row of a fetchable repository, the official FAIL_TO_PASS
     tests run in the sandbox on base + test_patch (they should fail) and on base + test_patch + gold patch (they
@@ -6,11 +6,11 @@
 (b)/(c) ``gate`` — Stage 2 alone (``ProbesStage``) on CodeR predictions with their trajectories (mined probes;
     rejections of defects), on gold patches and on officially resolved submissions (rejections: target zero).
 
-    python benchmarks/stage2_fidelity.py fidelity --repo sympy/sympy --out benchmarks/results/stage2_fidelity.jsonl
-    python benchmarks/stage2_fidelity.py gate --set gold --repo sympy/sympy --shard 0/2 --out ….jsonl
-    python benchmarks/stage2_fidelity.py report --results benchmarks/results
+    python -m benchmarks.stage2_fidelity fidelity --data D --repos-dir R --repo sympy/sympy --out ….jsonl
+    python -m benchmarks.stage2_fidelity gate --data D --repos-dir R --set gold --repo sympy/sympy --shard 0/2
+    python -m benchmarks.stage2_fidelity report --data D --repos-dir R --results benchmarks/results
 
-Needs Python 3.9 for the old repositories (scripts/install-python39.sh) and the fetched mirrors (/work/.mirror).
+Needs Python 3.9 for the old repositories (scripts/install-python39.sh) and the repositories under --repos-dir.
 Each command appends one JSON line per item and skips items already in its output, so runs can be resumed.
 """
 
@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cascade.bench.data import DevData, trace_file
+from cascade.bench.repos import RepoResolver
 from cascade.config import parse_config
 from cascade.errors import CascadeError
 from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, ensure_environment
@@ -43,21 +45,20 @@ from cascade.stages import make_stage
 from cascade.traces import load_trace
 from cascade.workspace import apply_patch
 
-DATA = Path("/work/shared/data/swebench")
-MIRRORS = Path("/work/.mirror")
-FETCHABLE = {
-    "sympy/sympy", "pytest-dev/pytest", "psf/requests", "sphinx-doc/sphinx", "pylint-dev/pylint",
-    "pallets/flask", "pydata/xarray", "mwaskom/seaborn", "astropy/astropy",
-}  # fmt: skip
+REPOS = RepoResolver()  # --repos-dir, set in main
 
 
 def mirror_of(repo: str) -> Path:
-    return MIRRORS / repo.replace("/", "+") / "repo"
+    path = REPOS.resolve(repo).path
+    if path is None:
+        raise CascadeError(f"{repo}: {REPOS.resolve(repo).note}")
+    return Path(path)
 
 
 def load_rows(data: Path, repos: set[str]) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (data / "lite.tasks.jsonl").read_text().splitlines() if line.strip()]
-    return [r for r in rows if r["repo"] in repos and r["repo"] in FETCHABLE]
+    """Lite task rows (as dicts: the fields as published) of the chosen repositories found under --repos-dir."""
+    rows = [row.model_dump() for row in DevData(data).tasks("lite").values()]
+    return [r for r in rows if r["repo"] in repos and REPOS.resolve(r["repo"]).path is not None]
 
 
 def done_keys(out: Path) -> set[str]:
@@ -165,22 +166,21 @@ def gate_items(data: Path, which: str, rows: list[dict[str, Any]]) -> Iterator[d
         for r in rows:
             yield {"key": f"gold:{r['instance_id']}", "row": r, "patch": r["patch"], "label": "acceptable"}
     elif which == "coder":
-        resolved = set(json.loads((data / "coder-lite/results.json").read_text())["resolved"])
-        for line in (data / "coder-lite/all_preds.jsonl").read_text().splitlines():
-            pred = json.loads(line)
-            iid = pred["instance_id"]
-            if iid in by_id and (pred.get("model_patch") or "").strip():
-                traj = data / "coder-lite/trajs" / f"{iid}.traj"
+        dev = DevData(data)
+        resolved = dev.agent_resolved("coder")
+        for pred in dev.agent_predictions("coder"):
+            iid = pred.instance_id
+            if iid in by_id and (pred.model_patch or "").strip():
+                traj = trace_file(dev.agent_trajs("coder"), iid)
                 label = "acceptable" if iid in resolved else "defect"
-                yield {"key": f"coder:{iid}", "row": by_id[iid], "patch": pred["model_patch"], "label": label,
-                       "trace": str(traj) if traj.is_file() else None}  # fmt: skip
+                yield {"key": f"coder:{iid}", "row": by_id[iid], "patch": pred.model_patch, "label": label,
+                       "trace": str(traj) if traj is not None else None}  # fmt: skip
     elif which == "resolved":
-        for line in (data / "resolved-submissions/lite.preds.jsonl").read_text().splitlines():
-            pred = json.loads(line)
-            if pred["instance_id"] in by_id and (pred.get("model_patch") or "").strip():
-                key = f"resolved:{pred['model_name_or_path']}:{pred['instance_id']}"
-                row = by_id[pred["instance_id"]]
-                yield {"key": key, "row": row, "patch": pred["model_patch"], "label": "acceptable"}
+        for pred in DevData(data).resolved_submissions("lite"):
+            if pred.instance_id in by_id and (pred.model_patch or "").strip():
+                key = f"resolved:{pred.model_name_or_path}:{pred.instance_id}"
+                row = by_id[pred.instance_id]
+                yield {"key": key, "row": row, "patch": pred.model_patch, "label": "acceptable"}
 
 
 def gate_item(item: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -277,7 +277,7 @@ FIDELITY_FILES = {
 
 
 def report(results: Path) -> str:
-    lines = ["# Stage 2 on the dev split (issue 4 (a)–(c))", ""]
+    lines = ["# Stage 2 on the dev split: environment fidelity and Stage 2 as a gate", ""]
     for name, how in FIDELITY_FILES.items():
         fid = read(results / name)
         if fid:
@@ -344,7 +344,8 @@ def main() -> None:
     parser.add_argument("command", choices=["fidelity", "gate", "report"])
     parser.add_argument("--set", dest="which", choices=["gold", "coder", "resolved"], default="gold")
     parser.add_argument("--repo", action="append", default=[], help="owner/name; repeatable (default sympy/sympy)")
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, required=True, help="The SWE-bench dev data (its README names the files).")
+    parser.add_argument("--repos-dir", required=True, help="Repositories, as `cascade bench run --repos-dir`.")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--results", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--shard", default="0/1", help="i/n: every n-th item from the i-th")
@@ -352,6 +353,8 @@ def main() -> None:
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker", "none"])
     parser.add_argument("--scope", default="ids", choices=["ids", "files"], help="fidelity: F2P ids or whole files")
     args = parser.parse_args()
+    global REPOS
+    REPOS = RepoResolver(repos_dir=args.repos_dir)
     if args.command == "report":
         text = report(args.results)
         (args.results / "stage2_summary.md").write_text(text, encoding="utf-8")

@@ -1,12 +1,12 @@
-"""strace's overhead in the bwrap backend (issue 14): a real test suite run in bwrap as shipped (bwrap under
-``strace -f --seccomp-bpf``, see cascade/sandbox/strace.py) vs. the same bwrap without strace, as a ratio.
+"""strace's overhead in the bwrap backend: a real test suite run in bwrap as shipped (bwrap under ``strace -f
+--seccomp-bpf``, see cascade/sandbox/strace.py) vs. the same bwrap without strace, as a ratio.
 
-The suite is sympy's, from the bare mirror (/work/.mirror/sympy+sympy/repo or --mirror): importing sympy opens about
+The suite is sympy's, from the repository under --repos-dir: importing sympy opens about
 a thousand modules and the tests spawn nothing, so every traced open stops the process — close to the worst case
 for a seccomp-filtered strace. A venv of Debian's /usr/bin/python3 with pytest, mpmath and hypothesis (made with uv)
 is exposed read-only, as Stage 2 does. The modes take turns (round-robin, after one warm-up each); medians are reported.
 
-    python3 benchmarks/strace_overhead.py [--reps 3] [--tests sympy/core/tests/test_basic.py ...] [--json out.json]
+    python3 -m benchmarks.strace_overhead --repos-dir /work/.mirror [--reps 3] [--tests sympy/core/tests/…] [--json …]
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pathlib import Path
 
 from sandbox_overhead import SYSTEM_PYTHON, time_round_robin
 
+from cascade.bench.repos import RepoResolver
 from cascade.sandbox.base import RunSpec
 from cascade.sandbox.bwrap import BwrapSandbox
 from cascade.sandbox.oracle import PrivateDirs
 
-MIRROR = Path("/work/.mirror/sympy+sympy/repo")
 HARMFUL: dict[str, list[str]] = {}  # the last run's harmful records per mode: a real suite must leave none
 DEFAULT_TESTS = ["sympy/core/tests/test_basic.py", "sympy/core/tests/test_sympify.py"]
 
@@ -48,7 +48,7 @@ class UntracedBwrap(BwrapSandbox):
 def make_suite(root: Path, mirror: Path) -> tuple[Path, Path]:
     worktree = root / "sympy"
     worktree.mkdir()
-    archive = subprocess.run(["git", f"--git-dir={mirror}", "archive", "HEAD", "sympy", "conftest.py"],
+    archive = subprocess.run(["git", "-C", str(mirror), "archive", "HEAD", "sympy", "conftest.py"],
                              check=True, capture_output=True).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(worktree)], input=archive, check=True)
     venv = root / "venv"
@@ -63,14 +63,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="strace overhead in the bwrap backend on a real test suite.")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--tests", nargs="+", default=DEFAULT_TESTS)
-    parser.add_argument("--mirror", type=Path, default=MIRROR)
+    parser.add_argument("--repos-dir", required=True, help="Where sympy/sympy is, as `cascade bench run --repos-dir`.")
     parser.add_argument("--json", help="also write the timings here")
     args = parser.parse_args()
-    if not args.mirror.exists():
-        raise SystemExit(f"no sympy mirror at {args.mirror}")
+    location = RepoResolver(repos_dir=args.repos_dir).resolve("sympy/sympy")
+    if location.path is None:
+        raise SystemExit(f"no sympy repository: {location.note}")
     root = Path(tempfile.mkdtemp(prefix="cascade-strace-overhead-"))
     try:
-        venv, worktree = make_suite(root, args.mirror)
+        venv, worktree = make_suite(root, Path(location.path))
         pytest = [str(venv / "bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"]
         argv = [*pytest, *args.tests]
         runners = {mode: sympy_runner(mode, venv, worktree, argv) for mode in ("bwrap+strace", "bwrap")}

@@ -1,4 +1,4 @@
-"""Trace formats on the SWE-bench dev split (issue 15, point 4): every trajectory of each agent read by content,
+"""Trace formats on the SWE-bench dev split (README: trace formats): every trajectory of each agent read by content,
 then the trace scan (`scan_trace`) and mined probes (`minable_scripts`) run on it. No checkout, nothing executed.
 
 Per agent it records the format each file was read as, steps and operations, the trace-scan findings (every
@@ -6,7 +6,7 @@ prediction here is an ordinary SWE-bench run, so each finding is a false alarm u
 mined from the trace and how many become probe candidates (consistent replay, not a file the patch changes), and the
 wall time per trace of read + scan + mine.
 
-    python benchmarks/trace_formats.py --out benchmarks/results/trace_formats.jsonl \
+    python -m benchmarks.trace_formats --data ../shared/data/swebench --out benchmarks/results/trace_formats.jsonl \
         --summary benchmarks/results/trace_formats.md
 
 Each run rewrites both files; every aggregate in the summary is recomputable from the JSONL (one line per trace).
@@ -22,20 +22,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cascade.bench.data import trace_file
+from cascade.bench.data import DEV_AGENTS, DevData, trace_file
 from cascade.errors import CascadeError
 from cascade.patch import parse_patch
 from cascade.probesources.trace import minable_scripts, mine_scripts
 from cascade.safety import scan_trace
 from cascade.traces import load_trace
 
-DATA = Path("/work/shared/data/swebench")
-AGENTS = {"coder": "coder-lite", "moatless-gpt4o": "moatless-gpt4o-lite", "moatless-claude35": "moatless-claude35-lite"}
 
-
-def predictions(directory: Path) -> dict[str, str]:
-    rows = [json.loads(line) for line in (directory / "all_preds.jsonl").read_text().splitlines() if line.strip()]
-    return {row["instance_id"]: row.get("model_patch") or "" for row in rows}
+def predictions(dev: DevData, agent: str) -> dict[str, str]:
+    return {pred.instance_id: pred.model_patch or "" for pred in dev.agent_predictions(agent)}
 
 
 def patched_paths(patch_text: str) -> set[str]:
@@ -71,11 +67,11 @@ def measure(agent: str, instance_id: str, path: Path, patch_text: str) -> dict[s
 
 def run(data: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    for agent, folder in AGENTS.items():
-        directory = data / folder
-        patches = predictions(directory)
+    dev = DevData(data)
+    for agent in DEV_AGENTS:
+        patches = predictions(dev, agent)
         for instance_id in sorted(patches):
-            path = trace_file(directory / "trajs", instance_id)
+            path = trace_file(dev.agent_trajs(agent), instance_id)
             if path is not None:
                 records.append(measure(agent, instance_id, path, patches[instance_id]))
     return records
@@ -83,7 +79,7 @@ def run(data: Path) -> list[dict[str, Any]]:
 
 def summary(records: list[dict[str, Any]], command: str) -> str:
     lines = [
-        "# Trace formats: trace safety and mined probes per agent (issue 15, point 4)",
+        "# Trace formats: trace safety and mined probes per agent",
         "",
         f"Command: `{command}`",
         "",
@@ -91,7 +87,7 @@ def summary(records: list[dict[str, Any]], command: str) -> str:
         "(traces) | traces with mined scripts | traces with probe candidates | s/trace median | p90 |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for agent in AGENTS:
+    for agent in DEV_AGENTS:
         rows = [r for r in records if r["agent"] == agent]
         if not rows:
             continue
@@ -128,13 +124,13 @@ def summary(records: list[dict[str, Any]], command: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--data", required=True, help="The SWE-bench dev data (its README names the files).")
     parser.add_argument("--out", required=True)
     parser.add_argument("--summary", required=True)
     args = parser.parse_args()
     records = run(Path(args.data))
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    command = f"python benchmarks/trace_formats.py --out {args.out} --summary {args.summary}"
+    command = f"python -m benchmarks.trace_formats --data {args.data} --out {args.out} --summary {args.summary}"
     text = summary(records, command)
     Path(args.summary).write_text(text, encoding="utf-8")
     print(text)

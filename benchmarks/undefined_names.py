@@ -1,4 +1,4 @@
-"""Undefined names on added lines (issue 13, point 6): how many patches the added-line rule rejects, per source.
+"""Undefined names on added lines (README: static): how many patches the added-line rule rejects, per source.
 
 Every non-empty patch of a fetched repository is screened with ruff alone (``F821`` undefined name and ``F405``
 name that may come from a star import, where ruff defers and pyright decides), on the changed Python files of the
@@ -8,7 +8,7 @@ and Stage 1 (ruff and pyright over the full worktrees, the default reject rules)
 both can only reach ``pyright:reportUndefinedVariable`` where ruff and pyright disagree about a name's binding,
 which outside star imports they do not. Writes one JSON line per patch and a Markdown summary::
 
-    python benchmarks/undefined_names.py --data /work/shared/data/swebench --repos /work/.mirror --jobs 2 \
+    python -m benchmarks.undefined_names --data ../shared/data/swebench --repos /work/.mirror --jobs 2 \
         --out benchmarks/results/undefined_names
 """
 
@@ -223,7 +223,7 @@ def measure(item: Item, repos: Path) -> Record:
 def summarize(records: list[Record], unfetchable: Counter[str], command: str) -> str:
     sources = ["coder", "moatless-gpt4o", "moatless-claude35", "gold", "resolved-submission"]
     lines = [
-        "# Undefined names on added lines (issue 13, point 6)",
+        "# Undefined names on added lines",
         "",
         f"Command: `{command}`",
         "",

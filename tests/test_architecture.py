@@ -160,3 +160,42 @@ def test_no_import_circle_beyond_a_package_and_its_own_modules() -> None:
         if not all(m == top or m.startswith(top + ".") for m in group):
             knots.append(sorted(group))
     assert knots == [], f"import circles: {knots}"
+
+
+# The published SWE-bench dev data's own file and folder names (its README): only cascade/bench/data.py knows them.
+SWEBENCH_NAMES = re.compile(
+    r"(?:lite|verified)\.(?:tasks|preds)\.jsonl|all_preds\.jsonl|(?:coder|moatless-\w+)-lite\b|resolved-submissions"
+)
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a Python file that are not docstrings (a docstring may show a command line)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_only_cascade_bench_reads_the_swebench_data_files() -> None:
+    """Scripts and tests reach the dev data through cascade.bench.data (DevData, the loaders): one reader of its
+    layout, so a change of the data's files is one change."""
+    own = ROOT / "cascade" / "bench"
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tests").glob("*.py")]
+    readers = [
+        f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}"
+        for path in sorted(files)
+        if own not in path.parents and path != Path(__file__).resolve()
+        for line, text in _code_strings(path)
+        if SWEBENCH_NAMES.search(text)
+    ]
+    assert readers == [], "read the SWE-bench data through cascade.bench.data:\n" + "\n".join(readers)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from cascade.bench.arms import ARMS, ArmBudget, get_arm
 from cascade.bench.compare import compare, mcnemar_exact_p, paired_permutation_p
-from cascade.bench.data import build_cases, gold_predictions, load_predictions, load_resolved, load_tasks
+from cascade.bench.data import DevData, build_cases, gold_predictions, load_predictions, load_resolved, load_tasks
 from cascade.bench.metrics import compute_metrics, metric_set
 from cascade.bench.report import over_rejections
 from cascade.bench.repos import RepoResolver, is_git_repo
@@ -370,17 +370,17 @@ def test_compare_says_whether_two_runs_gave_the_same_rows_timings_aside() -> Non
 
 @pytest.mark.swebench
 def test_published_swebench_files_load_with_their_labels() -> None:
-    coder = SWEBENCH_DIR / "coder-lite"
-    if not (coder / "all_preds.jsonl").is_file():
+    dev = DevData(SWEBENCH_DIR)
+    if not dev.has("lite"):
         pytest.skip("../shared/data/swebench is not here")
-    tasks = load_tasks(SWEBENCH_DIR / "lite.tasks.jsonl")
-    cases = build_cases(tasks, load_predictions(coder / "all_preds.jsonl"), load_resolved(coder / "results.json"),
-                        coder / "trajs").cases  # fmt: skip
+    tasks = dev.tasks("lite")
+    preds, resolved = dev.agent_predictions("coder"), dev.agent_resolved("coder")
+    cases = build_cases(tasks, preds, resolved, dev.agent_trajs("coder")).cases
     counts = {label: sum(c.label == label for c in cases) for label in LabelClass}
     assert counts == {LabelClass.ACCEPTABLE: 29, LabelClass.EMPTY: 16, LabelClass.DEFECT: 69}
     assert sum(c.trace_path is not None for c in cases) == 97
-    moatless = SWEBENCH_DIR / "moatless-claude35-lite"
-    cases = build_cases(tasks, load_predictions(moatless / "all_preds.jsonl"), None, moatless / "trajs").cases
+    moatless = "moatless-claude35"
+    cases = build_cases(tasks, dev.agent_predictions(moatless), None, dev.agent_trajs(moatless)).cases
     assert sum(c.trace_path is not None and c.trace_path.endswith(".json") for c in cases) == 109
     resolver = RepoResolver(MIRROR_DIR)
     if MIRROR_DIR.is_dir() and (MIRROR_DIR / "sympy+sympy" / "repo").is_dir():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cascade.bench.data import DevData
 from cascade.config import CascadeConfig, HygieneConfig
 from cascade.models import Decision, EvidenceKind, HygieneDetails, Outcome, ReviewRequest, StageResult
 from cascade.pipeline import review
@@ -148,11 +149,11 @@ def test_assets_fixtures_build_packages_and_empty_files_are_fine(make_repo: Make
     assert findings(result) == {}
 
 
-@pytest.mark.skipif(not (SWEBENCH_DIR / "coder-lite/all_preds.jsonl").is_file(), reason="SWE-bench data absent")
+@pytest.mark.skipif(not DevData(SWEBENCH_DIR).has("lite"), reason="SWE-bench data absent")
 def test_coder_database_patch_is_rejected_without_a_checkout() -> None:
     # django has no mirror here: the name check runs, the .gitignore check says it could not.
-    rows = [json.loads(line) for line in (SWEBENCH_DIR / "coder-lite/all_preds.jsonl").open()]
-    patch = next(r["model_patch"] for r in rows if r["instance_id"] == "django__django-16400")
+    preds = DevData(SWEBENCH_DIR).agent_predictions("coder")
+    patch = next(p.model_patch or "" for p in preds if p.instance_id == "django__django-16400")
     verdict = review(ReviewRequest(repo=".", patch_text=patch), stages=[HygieneStage()], with_repo=False)
     assert verdict.decision == Decision.REJECT and "db.sqlite3" in verdict.reason
     assert any(e.kind == EvidenceKind.UNAVAILABLE and ".gitignore" in e.summary for e in verdict.stages[0].evidence)

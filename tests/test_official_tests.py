@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cascade.bench.arms import get_arm
-from cascade.bench.data import TaskRow, build_cases, load_predictions
+from cascade.bench.data import DevData, TaskRow, build_cases, load_predictions
 from cascade.bench.official_tests import OfficialTestsStage
 from cascade.config import parse_config
 from cascade.errors import BadInput
@@ -120,11 +120,10 @@ def test_the_official_tests_are_the_benchmarks_never_the_gates_input() -> None:
 
 
 def test_bench_case_from_the_published_lite_rows(tmp_path: Path) -> None:
-    tasks_file = SWEBENCH_DIR / "lite.tasks.jsonl"
-    if not tasks_file.is_file():
+    dev = DevData(SWEBENCH_DIR)
+    if not dev.has("lite"):
         pytest.skip("../shared/data/swebench is not here")
-    rows = [TaskRow.model_validate_json(line) for line in tasks_file.read_text().splitlines() if line.strip()]
-    row = next(r for r in rows if r.repo == "pallets/flask")
+    row = next(r for r in dev.tasks("lite").values() if r.repo == "pallets/flask")
     preds = tmp_path / "preds.jsonl"
     preds.write_text(json.dumps({"instance_id": row.instance_id, "model_name_or_path": "m", "model_patch": row.patch}))
     [case] = build_cases({row.instance_id: row}, load_predictions(preds), None).cases

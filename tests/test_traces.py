@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from cascade.bench.data import trace_file
+from cascade.bench.data import DevData, trace_file
 from cascade.errors import BadInput
 from cascade.models import FileWrite, LineEdit, ShellCommand, TextReplace, Trace
 from cascade.probesources.trace import minable_scripts, mine_scripts, python_runs
 from cascade.safety import scan_trace
 from cascade.traces import load_trace, reader_for, trace_from_data
 from cascade.traces.base import repo_path
+from tests.support import SWEBENCH_DIR
 
-DATA = Path("/work/shared/data/swebench")
 FIXED_LINES = ["    if b == 0:", "        return None", "    return a / b"]
 
 MOATLESS_STEPS = {
@@ -371,15 +371,14 @@ def test_bench_finds_a_trajectory_by_instance_id_whatever_its_extension(tmp_path
     assert trace_file(tmp_path, "a__b-2") is None
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="SWE-bench dev data not present")
+@pytest.mark.skipif(not DevData(SWEBENCH_DIR).has("lite"), reason="SWE-bench dev data not present")
 @pytest.mark.parametrize(
-    ("folder", "expected_format"),
-    [("moatless-gpt4o-lite", "moatless_steps"), ("moatless-claude35-lite", "moatless_transitions")],
+    ("agent", "expected_format"), [("moatless-gpt4o", "moatless_steps"), ("moatless-claude35", "moatless_transitions")]
 )
 def test_every_moatless_trajectory_of_the_dev_data_is_read_without_a_false_alarm(
-    folder: str, expected_format: str
+    agent: str, expected_format: str
 ) -> None:
-    paths = sorted((DATA / folder / "trajs").iterdir())
+    paths = sorted(DevData(SWEBENCH_DIR).agent_trajs(agent).iterdir())
     traces = [load_trace(path) for path in paths]
     assert len(traces) > 100 and {t.format for t in traces} == {expected_format}
     assert sum(len(t.steps) for t in traces) > 5 * len(traces)

@@ -230,6 +230,12 @@ class DevData:
     def agent_trajs(self, agent: str) -> Path:
         return self.root / DEV_AGENTS[agent] / "trajs"
 
+    def run_arguments(self, agent: str, split: str = "lite") -> list[str]:
+        """The `cascade bench run` arguments that replay an agent's prediction set with its labels and traces."""
+        folder = self.root / DEV_AGENTS[agent]
+        return ["--tasks", str(self.tasks_file(split)), "--predictions", str(folder / "all_preds.jsonl"),
+                "--results", str(folder / "results.json"), "--trajs", str(folder / "trajs")]  # fmt: skip
+
     def resolved_submissions(self, split: str = "lite") -> list[Prediction]:
         """Patches of other agents the official harness marked resolved (all acceptable)."""
         return load_predictions(self.root / "resolved-submissions" / f"{split}.preds.jsonl")
