@@ -16,9 +16,10 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from cascade.bench.results import read_rows
 from cascade.bench.rows import TraceRow
-from cascade.bench.runner import read_rows, report_name
-from cascade.models import Decision, Outcome, Verdict
+from cascade.bench.worker import report_name
+from cascade.models import Decision, Outcome, SideEffectDetails, TraceScanDetails, Verdict
 
 _CAUSE = re.compile(r"(crash: [^)(:]+?(?:\(exit code \d+\))|timeout|setup error on base \((?:[^()]|\([^()]*\))*\))")
 
@@ -33,10 +34,11 @@ def _records(verdict: Verdict) -> Counter[str]:
     found: Counter[str] = Counter()
     for stage in verdict.stages:
         for evidence in stage.evidence:
-            for effect in (evidence.details or {}).get("side_effects", []):
-                if isinstance(effect, dict) and not effect.get("benign"):
-                    detail = str(effect.get("detail", ""))[:70]
-                    found[f"{effect.get('kind')} ({effect.get('source')}): {detail}"] += 1
+            if not isinstance(evidence.details, SideEffectDetails | TraceScanDetails):
+                continue
+            for effect in evidence.details.side_effects:
+                if not effect.benign:
+                    found[f"{effect.kind} ({effect.source}): {effect.detail[:70]}"] += 1
     return found
 
 

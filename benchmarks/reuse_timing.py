@@ -15,7 +15,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from cascade.bench.runner import read_rows
+from cascade.bench.results import read_rows
 
 
 def _times(out: Path) -> dict[tuple[str, str], tuple[float, float, float]]:

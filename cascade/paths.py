@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import configparser
 import fnmatch
-import sys
 from pathlib import Path, PurePosixPath
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # the tomllib backport, a dependency on 3.10 only
-    import tomli as tomllib
+from cascade import toml
 
 # Where pytest reads its ini options, in its own order of precedence (file, section).
 _PYTEST_INI = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
@@ -54,8 +50,8 @@ def pytest_file_patterns(tree: Path) -> list[str]:
     pyproject = tree / "pyproject.toml"
     if pyproject.is_file():
         try:
-            options = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
-        except tomllib.TOMLDecodeError:
+            options = toml.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+        except toml.TOMLDecodeError:
             options = {}
         value = options.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("python_files")
         if value:

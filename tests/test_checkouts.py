@@ -16,7 +16,7 @@ from cascade.models import Outcome, ReviewRequest, StageResult
 from cascade.patch import parse_patch
 from cascade.pipeline import review
 from cascade.workspace import PristineCheckouts, Workspace
-from tests.conftest import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, run_git
 
 FILES = {
     "pkg/__init__.py": "",

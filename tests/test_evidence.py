@@ -38,7 +38,6 @@ SAMPLES: list[tuple[EvidenceKind, BaseModel]] = [
             names=["m"],
             renamed={},
             tool_seconds=[ToolTiming(tool="ruff", tree="/t", seconds=0.1)],
-            base_from_cache=False,
         ),
     ),
     (

@@ -14,7 +14,7 @@ import pytest
 from packaging.version import Version
 
 from cascade.bench.rows import BenchCase, LabelClass
-from cascade.bench.runner import config_for_case
+from cascade.bench.worker import config_for_case
 from cascade.config import CascadeConfig, parse_config
 from cascade.execution.ci_sources import read_ci_dependencies
 from cascade.execution.envs import EnvironmentUnavailable, write_scm_version_file
@@ -23,7 +23,7 @@ from cascade.models import Outcome, ReviewRequest
 from cascade.pipeline import review
 from cascade.stages.probes import ProbesStage
 from cascade.stages.probes.environment import make_environment
-from tests.conftest import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, run_git
 
 PYPROJECT = '[project]\nname = "demo"\nversion = "1.0"\nrequires-python = ">=3.8"\n'
 SETUP = "from setuptools import setup\nsetup(name='demo', version='1.0', py_modules=['demo'])\n"

@@ -186,7 +186,6 @@ def test_reproducible_leaves_out_wall_clock_times_only() -> None:
         names=[],
         renamed={},
         tool_seconds=[ToolTiming(tool="ruff", tree="<base>", seconds=0.31)],
-        base_from_cache=False,
     )
     evidence = Evidence(
         kind=EvidenceKind.INFO, grounded=True, summary="1 failed in 0.28s", details=details, seconds=0.5

@@ -14,8 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from cascade import toml
 from cascade.execution.ci_deps import REQUIREMENT_FILES, TEST_NAMES, CiDependencies, Reader
 from cascade.tools import find_tool
 
@@ -32,8 +31,8 @@ def _lines(value: str | list[str] | None, commas: bool = False) -> list[str]:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(errors="replace")) if path.is_file() else {}
-    except tomllib.TOMLDecodeError:
+        return toml.loads(path.read_text(errors="replace")) if path.is_file() else {}
+    except toml.TOMLDecodeError:
         return {}
 
 

@@ -19,9 +19,9 @@ import sys
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-import tomllib
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from cascade import toml
 from cascade.execution.ci_sources import read_ci_dependencies
 from cascade.execution.envs import EnvironmentUnavailable, EnvSpec, resolve_python
 from cascade.execution.extensions import declares_extensions
@@ -50,8 +50,8 @@ def requires_python(tree: Path) -> str | None:
     pyproject = tree / "pyproject.toml"
     if pyproject.is_file():
         try:
-            value = tomllib.loads(pyproject.read_text(errors="replace")).get("project", {}).get("requires-python")
-        except tomllib.TOMLDecodeError:
+            value = toml.loads(pyproject.read_text(errors="replace")).get("project", {}).get("requires-python")
+        except toml.TOMLDecodeError:
             value = None
         if isinstance(value, str):
             return value
@@ -93,8 +93,8 @@ def build_requires(tree: Path) -> list[str]:
     """``[build-system] requires`` of pyproject.toml (setuptools and wheel when it names none): what building the
     extensions in place needs in the environment."""
     try:
-        system = tomllib.loads((tree / "pyproject.toml").read_text(errors="replace")).get("build-system", {})
-    except (OSError, tomllib.TOMLDecodeError):
+        system = toml.loads((tree / "pyproject.toml").read_text(errors="replace")).get("build-system", {})
+    except (OSError, toml.TOMLDecodeError):
         system = {}
     requires = system.get("requires") if isinstance(system, dict) else None
     listed = [r for r in requires if isinstance(r, str)] if isinstance(requires, list) else []

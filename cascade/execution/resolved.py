@@ -21,9 +21,9 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
+from cascade import toml
 from cascade.execution.envs import (
     _READY,
     TEST_TOOLS,
@@ -53,8 +53,8 @@ def installable(tree: Path) -> bool:
     if (tree / "setup.py").is_file():
         return True
     try:
-        pyproject = tomllib.loads((tree / "pyproject.toml").read_text(errors="replace"))
-    except (OSError, tomllib.TOMLDecodeError):
+        pyproject = toml.loads((tree / "pyproject.toml").read_text(errors="replace"))
+    except (OSError, toml.TOMLDecodeError):
         return False
     return "project" in pyproject or "build-system" in pyproject
 
