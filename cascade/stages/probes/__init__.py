@@ -1,6 +1,7 @@
 """Stage 2 — probes and regressions, executed in a sandbox.
 
-* Regression (`selection.py`, `regression.py`): existing tests near the change run on both trees.
+* Regression (`regression.py`, with the selection of `cascade/execution/test_selection.py`): existing tests near the
+  change run on both trees.
 * Probes (`probing.py`): each source's candidates (`cascade/probesources/`) run on base; kept tests run on the patch.
 * Judging (`judging.py`): what the runs mean — evidence, rejects and accepts; side effects outside the worktree.
 * The run session (`session.py`) owns the trees, sandbox and environment (`environment.py`); `changes.py` says what
