@@ -122,6 +122,7 @@ def test_merged_commits_have_no_task_version_so_the_harness_table_does_not_apply
     assert config_for_case(CascadeConfig(), row).env.python == "3.9"  # a SWE-bench row keeps the harness's pins
 
 
+@pytest.mark.slow
 def test_bench_run_replays_commits_and_the_merged_pr(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo, shas = _history(make_repo)
     repos = tmp_path / "repos"

@@ -174,6 +174,7 @@ def _prepare_many(repo: str, root: str, rounds: int) -> list[str]:
     return seen
 
 
+@pytest.mark.slow
 def test_concurrent_reviews_of_one_commit_share_one_pristine_checkout(repo: Path, tmp_path: Path) -> None:
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "fix.diff").write_text(diff_of(repo, {"pkg/core.py": NEW_CORE}))

@@ -163,6 +163,7 @@ def _config(tmp_path: Path, **env: object) -> CascadeConfig:
     return parse_config({"env": {"cache_dir": str(tmp_path / "envs"), **env}})
 
 
+@pytest.mark.slow
 def test_an_old_commit_gets_its_ci_dependencies_as_of_its_date(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = _dated_repo(make_repo, {"setup.py": SETUP, "requirements-dev.txt": "six\n"}, "2021-06-01T12:00:00Z")
     env = make_environment(_config(tmp_path), "acme/demo", repo)
@@ -176,6 +177,7 @@ def test_an_old_commit_gets_its_ci_dependencies_as_of_its_date(make_repo: MakeRe
     assert again.venv_dir == env.venv_dir  # cached by what it resolved to
 
 
+@pytest.mark.slow
 def test_without_ci_dependencies_or_date_the_configured_packages_decide(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = _dated_repo(make_repo, {"setup.py": SETUP, "requirements-dev.txt": "six\n"}, "2021-06-01T12:00:00Z")
     env = make_environment(_config(tmp_path, ci_dependencies=False, exclude_newer=None), "acme/demo", repo)
@@ -184,6 +186,7 @@ def test_without_ci_dependencies_or_date_the_configured_packages_decide(make_rep
     assert found.returncode != 0  # not installed: the CI's file was not read
 
 
+@pytest.mark.slow
 def test_pins_the_index_no_longer_serves_are_dropped_and_said(make_repo: MakeRepo, tmp_path: Path) -> None:
     dev = "iniconfig\ncascade-no-such-package-xyz\n-c constraints.txt\n"
     files = {"setup.py": SETUP, "requirements-dev.txt": dev, "constraints.txt": "iniconfig==0.0.42\n"}
@@ -193,6 +196,7 @@ def test_pins_the_index_no_longer_serves_are_dropped_and_said(make_repo: MakeRep
     assert "dropped cascade-no-such-package-xyz (not on PyPI)" in env.description
 
 
+@pytest.mark.slow
 def test_an_unresolvable_dependency_skips_stage_2_with_the_resolvers_reason(
     make_repo: MakeRepo, tmp_path: Path
 ) -> None:
@@ -215,6 +219,7 @@ def test_swebench_rows_keep_the_harness_table_and_skip_the_ci_path() -> None:
     assert env.python == "3.9" and not env.ci_dependencies and env.exclude_newer is None
 
 
+@pytest.mark.slow
 def test_project_spec_names_its_sources_and_the_commit_date(make_repo: MakeRepo) -> None:
     repo = _dated_repo(make_repo, {"pyproject.toml": PYPROJECT}, "2024-02-03T04:05:06+02:00")
     spec = project_spec(repo, "demo")
@@ -222,6 +227,7 @@ def test_project_spec_names_its_sources_and_the_commit_date(make_repo: MakeRepo)
     assert spec.sources == ["the project's declared dependencies only (its CI states no test dependencies)"]
 
 
+@pytest.mark.slow
 def test_a_tree_that_is_no_package_still_gets_its_test_dependencies(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = _dated_repo(make_repo, {"requirements-dev.txt": "six\n", "pyproject.toml": "[tool.ruff]\n"},
                        "2024-06-01T12:00:00Z")  # fmt: skip
@@ -238,6 +244,7 @@ PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&module); }
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_a_project_that_declares_extensions_gets_them_built_in_the_tree(make_repo: MakeRepo, tmp_path: Path) -> None:
     setup = "from setuptools import Extension, setup\n" + (

@@ -315,6 +315,7 @@ def _foreign(entry: Path) -> None:
     entry.write_text(json.dumps(data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("damage", "why"),
     [
@@ -340,6 +341,7 @@ def test_a_damaged_stored_entry_is_ignored_and_recomputed(
     assert third.cost.reuse == ["static: base-tree diagnostics from the result store"]
 
 
+@pytest.mark.slow
 def test_no_cache_computes_every_time(repo: Path, tmp_path: Path) -> None:
     patch = diff_of(repo, {"pkg/user.py": USER.replace("helper(3)", "helper(3, 4)")})
     config = CascadeConfig(cache=CacheConfig(dir=str(tmp_path / "cache"), enabled=False))
