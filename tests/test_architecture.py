@@ -206,3 +206,17 @@ def test_only_cascade_bench_reads_the_swebench_data_files() -> None:
         if SWEBENCH_NAMES.search(text)
     ]
     assert readers == [], "read the SWE-bench data through cascade.bench.data:\n" + "\n".join(readers)
+
+
+def test_comments_point_into_the_docs_not_at_tracker_issues() -> None:
+    """A comment citing a tracker issue by number means nothing to a reader of this repository: say why, or point
+    into docs/."""
+    cited = re.compile(r"\bissues? #?\d+", re.I)
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tests").glob("*.py")]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
+        for path in sorted(files)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if cited.search(line.replace("linked issue #", ""))
+    ]
+    assert found == [], "\n".join(found)
