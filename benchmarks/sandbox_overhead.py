@@ -89,7 +89,7 @@ def bare_runner(venv: Path, worktree: Path) -> Callable[[], int]:
 
 
 def sandbox_runner(sandbox: Sandbox, venv: Path, worktree: Path) -> Callable[[], int]:
-    spec = RunSpec(argv=pytest_argv(venv), worktree=str(worktree), read_only_paths=[str(venv)], timeout_seconds=120)
+    spec = RunSpec(argv=pytest_argv(venv), tree=str(worktree), read_only_paths=[str(venv)], timeout_seconds=120)
 
     def run_once() -> int:
         result = sandbox.run(spec)

@@ -1,5 +1,6 @@
-"""strace's overhead in the bwrap backend: a real test suite run in bwrap as shipped (bwrap under ``strace -f
---seccomp-bpf``, see cascade/sandbox/strace.py) vs. the same bwrap without strace, as a ratio.
+"""The outside witness's overhead in the bwrap backend: a real test suite run in bwrap as shipped (bwrap under
+``strace -f --seccomp-bpf`` tracing every write intent, open, exec and connect, see cascade/sandbox/strace.py) vs.
+the same bwrap without strace, as a ratio.
 
 The suite is sympy's, from the repository under --repos-dir: importing sympy opens about
 a thousand modules and the tests spawn nothing, so every traced open stops the process — close to the worst case
@@ -26,7 +27,7 @@ from sandbox_overhead import SYSTEM_PYTHON, time_round_robin
 from cascade.bench.repos import RepoResolver
 from cascade.sandbox.base import RunSpec
 from cascade.sandbox.bwrap import BwrapSandbox
-from cascade.sandbox.oracle import PrivateDirs
+from cascade.sandbox.places import RunPlaces
 
 HARMFUL: dict[str, list[str]] = {}  # the last run's harmful records per mode: a real suite must leave none
 DEFAULT_TESTS = ["sympy/core/tests/test_basic.py", "sympy/core/tests/test_sympify.py"]
@@ -35,13 +36,9 @@ DEFAULT_TESTS = ["sympy/core/tests/test_basic.py", "sympy/core/tests/test_sympif
 class UntracedBwrap(BwrapSandbox):
     """The bwrap backend minus strace: the baseline."""
 
-    def private_dirs(self, spec: RunSpec) -> PrivateDirs:
-        dirs = super().private_dirs(spec)
-        dirs.trace = None
-        return dirs
-
-    def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
-        argv = super().wrap(spec, dirs)
+    def wrap(self, spec: RunSpec, places: RunPlaces) -> list[str]:
+        argv = super().wrap(spec, places)
+        places.trace = None
         return argv[argv.index("--") + 1 :]  # strace … -- bwrap …
 
 
@@ -94,7 +91,7 @@ def main() -> None:
 
 def sympy_runner(mode: str, venv: Path, worktree: Path, argv: list[str]) -> Callable[[], int]:
     sandbox = BwrapSandbox() if mode == "bwrap+strace" else UntracedBwrap()
-    spec = RunSpec(argv=argv, worktree=str(worktree), read_only_paths=[str(venv)], timeout_seconds=600,
+    spec = RunSpec(argv=argv, tree=str(worktree), read_only_paths=[str(venv)], timeout_seconds=600,
                    env={"PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
 
     def run_once() -> int:

@@ -78,6 +78,14 @@ class InjectionConfig(Section):
     )
 
 
+class EvasionConfig(Section):
+    enabled: bool = Field(
+        default=True,
+        description="Name added code that looks for its watcher (CI variables, sandbox tell-tales, audit hooks; "
+        "cascade/stages/evasion.py). Never rejects; a finding caps an accept at uncertain.",
+    )
+
+
 class StaticConfig(Section):
     enabled: bool = True
     ruff_select: list[str] = Field(default_factory=lambda: ["F", "E9"])
@@ -132,6 +140,9 @@ class SandboxConfig(Section):
     file_size_mb: int = Field(default=512, gt=0)
     pids: int = Field(default=256, gt=0)
     timeout_seconds: float = Field(default=300, gt=0)
+    disk_mb: int = Field(default=2048, gt=0, description="Disk quota of a run's places beyond its copy of the tree.")
+    inodes: int = Field(default=200_000, gt=0, description="Inode quota of a run's places beyond the tree's copy.")
+    output_mb: int = Field(default=64, gt=0, description="Captured stdout+stderr per run; more is a resource_limit.")
     docker_image: str | None = None
 
 
@@ -232,6 +243,7 @@ class CascadeConfig(Section):
     no_change: NoChangeConfig = Field(default_factory=NoChangeConfig)
     hygiene: HygieneConfig = Field(default_factory=HygieneConfig)
     injection: InjectionConfig = Field(default_factory=InjectionConfig)
+    evasion: EvasionConfig = Field(default_factory=EvasionConfig)
     trace_scan: TraceScanConfig = Field(default_factory=TraceScanConfig)
     static: StaticConfig = Field(default_factory=StaticConfig)
     probes: ProbesConfig = Field(default_factory=ProbesConfig)

@@ -10,14 +10,19 @@ from cascade import __version__
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import IncompleteRepository, RequiredToolUnavailable
+from cascade.leaks import scrub
 from cascade.llm.errors import CassetteMiss
 from cascade.models import (
     Cost,
     Decision,
+    Evidence,
+    EvidenceKind,
     Outcome,
     Patch,
     Policy,
     ReviewRequest,
+    SideEffect,
+    SideEffectDetails,
     StageResult,
     Verdict,
 )
@@ -25,6 +30,7 @@ from cascade.patch import parse_patch
 from cascade.stable import run_placeholders, stable_result
 from cascade.stages import check_names, default_stages
 from cascade.stages.base import Stage
+from cascade.stages.evasion import evasion_findings
 from cascade.stages.injection import injection_findings
 from cascade.store import cache_root, open_store
 from cascade.workspace import PristineCheckouts, Workspace
@@ -52,7 +58,29 @@ def run_stage(stage: Stage, ctx: ReviewContext) -> StageResult:
         result = StageResult.skipped(stage.name, reason)
     result.cost.seconds = round(time.perf_counter() - started, 4)
     workspace = ctx.workspace
-    return stable_result(result, run_placeholders(workspace.base_dir, workspace.patched_dir) if workspace else {})
+    stable = stable_result(result, run_placeholders(workspace.base_dir, workspace.patched_dir) if workspace else {})
+    return screened(stable)
+
+
+def screened(result: StageResult) -> StageResult:
+    """Everything a stage reports is scanned before it is kept (docs/architecture.md, "Run model", point 5): a decoy
+    credential anywhere in it was copied out of a sandboxed run — a ``leak``, which rejects — and every copy, and any
+    common secret format, is redacted."""
+    found: list[str] = []
+    data = scrub(result.model_dump(mode="json"), found)
+    clean = StageResult.model_validate(data)
+    if not found:
+        return clean
+    summary = (
+        f"a decoy credential reached this stage's report ({len(found)} place(s)): a secret was copied out of a run"
+    )
+    record = SideEffect(kind="leak", target="the stage's report", source="report_scan", detail=summary)
+    leak = Evidence(kind=EvidenceKind.SIDE_EFFECT, grounded=True, summary=summary,
+                    details=SideEffectDetails(side_effects=[record], allowed_total=0))  # fmt: skip
+    update: dict[str, object] = {"evidence": [leak, *clean.evidence]}
+    if clean.outcome != Outcome.REJECT:
+        update |= {"outcome": Outcome.REJECT, "reason": summary}
+    return clean.model_copy(update=update)
 
 
 def decide(results: list[StageResult], policy: Policy, apply_method: str | None) -> Verdict:
@@ -73,7 +101,10 @@ def decide(results: list[StageResult], policy: Policy, apply_method: str | None)
                 limitations=limitations,
             )
     not_run = [f"{r.stage}: {r.reason}" for r in results if r.outcome == Outcome.SKIPPED]
+    inconclusive = [f"{r.stage}: {r.reason}" for r in results if r.outcome == Outcome.INCONCLUSIVE]
     reason = "no stage reached a decision"
+    if inconclusive:
+        reason += "; inconclusive — " + "; ".join(inconclusive)
     if not_run:
         reason += "; could not run — " + "; ".join(not_run)
     return Verdict(
@@ -97,7 +128,7 @@ def with_limitations(reason: str, limitations: list[str]) -> str:
 def cap_accept(decision: Decision, reason: str, results: list[StageResult]) -> tuple[Decision, str]:
     """Text addressed to the reviewer (cascade/stages/injection.py) makes an accept ``uncertain``, citing it: an
     accept rests on no grounded finding, so it must not be one the reviewed text asked for."""
-    found = injection_findings(results)
+    found = [*injection_findings(results), *evasion_findings(results)]
     if decision != Decision.ACCEPT or not found:
         return decision, reason
     return Decision.UNCERTAIN, f"accept withheld: {found[0].summary.split(' — ')[0]}; the accept was: {reason}"

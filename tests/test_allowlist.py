@@ -3,12 +3,10 @@ the directory around it; the run's own places exclude the git directory. Runs in
 
 from __future__ import annotations
 
-import base64
-from pathlib import Path
-
 import pytest
 
 from cascade.sandbox.allowlist import (
+    MPLCONFIGDIR_IN_SANDBOX,
     NAMED_ENTRIES,
     NamedEntry,
     RunScope,
@@ -17,7 +15,6 @@ from cascade.sandbox.allowlist import (
     own_place,
     place_of,
 )
-from cascade.sandbox.oracle import CANARY, holds_canary
 from cascade.sandbox.records import AuditLog, audit_effects
 
 SCOPE = RunScope(
@@ -34,7 +31,8 @@ def test_every_named_entry_says_why_and_is_a_narrow_prefix() -> None:
     assert len({e.name for e in NAMED_ENTRIES}) == len(NAMED_ENTRIES)
     for entry in NAMED_ENTRIES:
         assert len(entry.why) > 30, entry.name
-        assert "/" in entry.prefix or entry.prefix.startswith(".") or entry.prefix.startswith("cascade-"), entry
+        gate_named = entry.prefix == MPLCONFIGDIR_IN_SANDBOX.removeprefix("/tmp/")  # a directory the gate names
+        assert "/" in entry.prefix or entry.prefix.startswith(".") or gate_named, entry
         assert entry.prefix not in (".cache", ".config", ".local", ""), entry
 
 
@@ -120,13 +118,3 @@ def test_forged_or_garbled_audit_channel_content_is_tampering(forged: AuditLog, 
     effects = audit_effects(forged, SCOPE)
     assert [(e.target, e.benign) for e in effects] == [("audit log", False)], effects
     assert words in effects[0].detail
-
-
-@pytest.mark.parametrize("encode", ["plain", "hex", "base64", "base64-shifted"])
-def test_a_decoy_is_found_plain_or_encoded(tmp_path: Path, encode: str) -> None:
-    secret = f"token=ghp_{CANARY}".encode()
-    data = {"plain": secret, "hex": secret.hex().encode(), "base64": base64.b64encode(secret),
-            "base64-shifted": base64.b64encode(b"x" + secret)}[encode]  # fmt: skip
-    (tmp_path / "f").write_bytes(b"header " + data + b" trailer")
-    (tmp_path / "g").write_bytes(b"nothing of the sort")
-    assert holds_canary(tmp_path / "f") and not holds_canary(tmp_path / "g")

@@ -102,7 +102,7 @@ def test_pr_test_passing_on_the_patch_does_not_reject_on_docker(
     assert probe.base.status == "behavioural_fail"
     assert probe.patched.status == "pass"
     assert probe.executed_changed_lines == {"pkg/calc.py": [2, 3]}  # coverage ran in the container too
-    assert not [e for e in result.evidence if e.kind == EvidenceKind.SIDE_EFFECT]
+    assert not [e for e in result.evidence if e.kind == EvidenceKind.SIDE_EFFECT and e.grounded]
 
 
 def test_system_trees_are_never_bound_over_the_container(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_host_usr_as_read_only_path_keeps_docker_init_and_runs_as_non_root(
     docker_sandbox: DockerSandbox, tmp_path: Path
 ) -> None:
     """The failure this module guards against: a venv's base prefix /usr used to hide the container's docker-init."""
-    spec = RunSpec(argv=["python3", "-c", "import os; print(os.getuid())"], worktree=str(tmp_path),
+    spec = RunSpec(argv=["python3", "-c", "import os; print(os.getuid())"], tree=str(tmp_path),
                    read_only_paths=["/usr"], timeout_seconds=60)  # fmt: skip
     result = docker_sandbox.run(spec)
     assert result.exit_code == 0, result.stderr
@@ -128,7 +128,7 @@ def test_host_usr_as_read_only_path_keeps_docker_init_and_runs_as_non_root(
 
 
 def test_a_program_missing_from_the_image_is_one_clear_line(docker_sandbox: DockerSandbox, tmp_path: Path) -> None:
-    spec = RunSpec(argv=["/usr/bin/python3.0-no-such"], worktree=str(tmp_path), timeout_seconds=60)
+    spec = RunSpec(argv=["/usr/bin/python3.0-no-such"], tree=str(tmp_path), timeout_seconds=60)
     with pytest.raises(ToolUnavailable) as caught:
         docker_sandbox.run(spec)
     message = str(caught.value)
@@ -138,7 +138,7 @@ def test_a_program_missing_from_the_image_is_one_clear_line(docker_sandbox: Dock
 
 @pytest.mark.usefixtures("docker_sandbox")
 def test_an_engine_error_is_one_clear_line(tmp_path: Path) -> None:
-    spec = RunSpec(argv=["true"], worktree=str(tmp_path), timeout_seconds=60)
+    spec = RunSpec(argv=["true"], tree=str(tmp_path), timeout_seconds=60)
     with pytest.raises(ToolUnavailable) as caught:
         DockerSandbox(image="cascade-missing:none").run(spec)
     assert "\n" not in str(caught.value) and str(caught.value).startswith("docker engine error")
@@ -149,10 +149,10 @@ def test_the_image_carries_the_debian_interpreters_for_the_unprivileged_user(
 ) -> None:
     code = "import sys, distutils.version, ssl, sqlite3; print('%d.%d' % sys.version_info[:2])"
     for python, version in (("/usr/bin/python3.9", "3.9"), ("/usr/bin/python3", "3.11")):
-        result = docker_sandbox.run(RunSpec(argv=[python, "-c", code], worktree=str(tmp_path), timeout_seconds=60))
+        result = docker_sandbox.run(RunSpec(argv=[python, "-c", code], tree=str(tmp_path), timeout_seconds=60))
         assert (result.exit_code, result.stdout.strip()) == (0, version), result.stderr
     # Host venv caches (~/.cache) and pyenv interpreters are mounted under /root: it must be traversable.
-    result = docker_sandbox.run(RunSpec(argv=["sh", "-c", "test -x /root && ! test -r /root"], worktree=str(tmp_path)))
+    result = docker_sandbox.run(RunSpec(argv=["sh", "-c", "test -x /root && ! test -r /root"], tree=str(tmp_path)))
     assert result.exit_code == 0
 
 

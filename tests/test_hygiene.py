@@ -12,7 +12,15 @@ import pytest
 
 from cascade.bench.data import DevData
 from cascade.config import CascadeConfig, HygieneConfig
-from cascade.models import Decision, EvidenceKind, HygieneDetails, Outcome, ReviewRequest, StageResult
+from cascade.models import (
+    Decision,
+    EscapingLinksDetails,
+    EvidenceKind,
+    HygieneDetails,
+    Outcome,
+    ReviewRequest,
+    StageResult,
+)
 from cascade.pipeline import review
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.no_change import NoChangeStage
@@ -157,3 +165,18 @@ def test_coder_database_patch_is_rejected_without_a_checkout() -> None:
     verdict = review(ReviewRequest(repo=".", patch_text=patch), stages=[HygieneStage()], with_repo=False)
     assert verdict.decision == Decision.REJECT and "db.sqlite3" in verdict.reason
     assert any(e.kind == EvidenceKind.UNAVAILABLE and ".gitignore" in e.summary for e in verdict.stages[0].evidence)
+
+
+def test_a_symlink_leaving_the_repository_always_rejects(make_repo: MakeRepo) -> None:
+    """Later stages read the patched tree: a link out of it would make the gate read a host file into its report."""
+    repo = make_repo({"pkg/__init__.py": "", "pkg/mod.py": "X = 1\n"})
+    (repo / "pkg" / "secrets.py").symlink_to("/etc/passwd")
+    (repo / "pkg" / "alias.py").symlink_to("mod.py")  # a link inside the repository is fine
+    run_git(repo, "add", "-A")
+    patch = run_git(repo, "diff", "--cached")
+    run_git(repo, "reset", "-q", "--hard", "HEAD")
+    config = CascadeConfig.model_validate({"hygiene": {"reject_artifacts": False}})
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[HygieneStage()])
+    result = verdict.stages[0]
+    assert result.outcome == Outcome.REJECT, result.reason
+    assert result.evidence[0].details == EscapingLinksDetails(links=["pkg/secrets.py -> /etc/passwd"])

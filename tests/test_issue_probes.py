@@ -186,7 +186,7 @@ def test_side_effects_of_the_issue_example_itself_are_not_the_patchs(make_repo: 
     repo = make_repo(BASE)
     fixed = run_issue_stage(repo, diff_of(repo, {"pkg/stats.py": FIXED_MEAN}), SIDE_EFFECT_ISSUE, sandbox)
     assert fixed.outcome == Outcome.PASS, fixed.reason
-    assert not [e for e in fixed.evidence if e.kind == EvidenceKind.SIDE_EFFECT]
+    assert not [e for e in fixed.evidence if e.kind == EvidenceKind.SIDE_EFFECT and e.grounded]
     writing = FIXED_MEAN.replace(
         "    if not xs:\n",
         "    if not xs:\n        import os\n        open(os.path.expanduser('~/.pkg-state'), 'w').close()\n",
@@ -194,4 +194,4 @@ def test_side_effects_of_the_issue_example_itself_are_not_the_patchs(make_repo: 
     bad = run_issue_stage(repo, diff_of(repo, {"pkg/stats.py": writing}), SIDE_EFFECT_ISSUE, sandbox)
     assert bad.outcome == Outcome.REJECT, bad.reason
     effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details.side_effects
-    assert {e.target.rsplit("/", 1)[-1] for e in effects} == {".pkg-state"}  # seen by one or more oracles
+    assert {e.target.rsplit("/", 1)[-1] for e in effects if not e.benign} == {".pkg-state"}  # by its oracles

@@ -4,6 +4,7 @@ processes that outlive the command, resource limits, leaked decoys, a tampered a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
@@ -11,18 +12,23 @@ from pathlib import Path
 
 import pytest
 
+from cascade.decoys import decoys
 from cascade.safety import SideEffect
+from cascade.sandbox.allowlist import AUDIT_MOUNT, TREE_ROOT
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox
-from cascade.sandbox.oracle import AUDIT_HOOK_DIR, CANARY
+from cascade.sandbox.places import AUDIT_HOOK_DIR
+
+TREE = f"{TREE_ROOT}/project"  # where every run sees its fresh copy of the tree
+SCRATCH = "/tmp/scratch"
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
 
 
-def run(sandbox: Sandbox, worktree: Path, code: str, ok: bool = True, **limits: int) -> RunResult:
+def run(isolating_sandbox: Sandbox, worktree: Path, code: str, ok: bool = True, **limits: int) -> RunResult:
     worktree.mkdir(parents=True, exist_ok=True)
     argv = ["python3", "-c", textwrap.dedent(code)]  # the host HOME (a pyenv under it) is hidden in the sandbox
-    result = sandbox.run(RunSpec(argv=argv, worktree=str(worktree), timeout_seconds=60, **limits))
+    result = isolating_sandbox.run(RunSpec(argv=argv, tree=str(worktree), timeout_seconds=60, **limits))
     if ok:
         assert result.exit_code == 0, result.stderr
     return result
@@ -84,8 +90,7 @@ def test_tmp_outside_the_scratch_directory_is_harmful(isolating_sandbox: Sandbox
     """,
     )
     targets = {e.target for e in harmful(result)}
-    sibling = str(worktree.parent / "base" / ("conftest.py" if isolating_sandbox.isolation == "bwrap" else ""))
-    assert {sibling.rstrip("/"), "/tmp/shared-cache.txt"} <= targets, result.side_effects
+    assert {f"{TREE_ROOT}/base", "/tmp/shared-cache.txt"} <= targets, result.side_effects  # no sibling is reachable
     assert any(e.kind == "file_delete" and e.target == "/tmp/someone-elses-work" for e in harmful(result))
     assert all("scratch directory" in e.detail for e in harmful(result) if e.target.startswith("/tmp/"))
 
@@ -111,21 +116,19 @@ def test_the_repositorys_git_directory_is_not_the_runs(isolating_sandbox: Sandbo
         worktree,
         """
         import subprocess, pathlib
-        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                capture_output=True, text=True).stdout.strip()
-        if not common:  # docker's unprivileged user: git refuses a repository owned by root; read the pointer
-            common = str(pathlib.Path(open(".git").read().split(":", 1)[1].strip()).parent.parent)
-        try:
-            pathlib.Path(common, "hooks", "pre-commit").write_text("#!/bin/sh\\ncurl evil\\n")
-        except OSError:
-            pass  # read-only: refused, and still recorded
-        with open(".git", "a") as handle:  # the worktree's pointer to it is no worktree file either
-            handle.write("")
+        config = pathlib.Path(".git", "config").read_text()
+        assert "url" not in config and "extraheader" not in config, config  # nothing of the real repository's
+        for target in (pathlib.Path(".git", "hooks", "pre-commit"), pathlib.Path(".git", "config")):
+            try:
+                with open(target, "a") as handle:
+                    handle.write("#!/bin/sh\\ncurl evil\\n")
+            except OSError:
+                pass  # read-only: refused, and still recorded
     """,
     )
     targets = {e.target for e in harmful(result)}
-    assert str(repo / ".git" / "hooks" / "pre-commit") in targets, result.side_effects
-    assert str(worktree / ".git") in targets
+    assert f"{TREE}/.git/hooks/pre-commit" in targets, result.side_effects  # the run's .git: a credential-free copy
+    assert f"{TREE}/.git/config" in targets
     assert all("git directory" in e.detail for e in harmful(result) if ".git" in e.target)
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
 
@@ -178,15 +181,15 @@ def test_decoy_secrets_leaked_into_any_written_file_are_harmful(isolating_sandbo
         tokens = {k: v for k, v in os.environ.items() if k.endswith(("_TOKEN", "_KEY"))}
         pathlib.Path("tests_fixture_env.json").write_text(json.dumps(tokens))  # in the worktree itself
         pathlib.Path(tempfile.gettempdir(), "report.json").write_text(json.dumps(tokens))  # in its own scratch
-        pathlib.Path(".cascade-run").mkdir(exist_ok=True)
-        pathlib.Path(".cascade-run", "junit.xml").write_text(json.dumps(tokens))  # the gate's report: not a leak
         pathlib.Path("ordinary.txt").write_text("no secrets here")
     """,
     )
-    assert [e.target.rsplit("/", 2)[1:] for e in harmful(result, "credential_read")] == [[".ssh", "id_rsa"]]
-    leaked = {e.target for e in harmful(result) if "canary" in e.detail}
-    assert leaked == {str(worktree / "tests_fixture_env.json"), "/tmp/cascade-scratch/report.json"}
-    assert CANARY not in " ".join(e.target + e.detail for e in result.side_effects)
+    reads = harmful(result, "credential_read")  # both witnesses saw it: the hook inside, strace outside
+    assert {tuple(e.target.rsplit("/", 2)[1:]) for e in reads} == {(".ssh", "id_rsa")}
+    assert {e.source for e in reads} == {"audit_hook", "strace"}
+    leaked = {e.target for e in harmful(result, "leak")}
+    assert leaked == {f"{TREE}/tests_fixture_env.json", f"{SCRATCH}/report.json"}, result.side_effects
+    assert not any(v in e.target + e.detail for v in decoys().values() for e in result.side_effects)
 
 
 def test_named_entries_are_benign_and_their_near_misses_are_not(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
@@ -196,7 +199,7 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(isolating_sandbo
         """
         import os, pathlib, shutil
         home = pathlib.Path.home()
-        for allowed in (".cache/matplotlib", ".pyxbld/temp", ".cache/pylint", "/tmp/cascade-matplotlib"):
+        for allowed in (".cache/matplotlib", ".pyxbld/temp", ".cache/pylint", "/tmp/mplconfig"):
             os.makedirs(home / allowed, exist_ok=True)
             (home / allowed / "entry").write_text("x")
         os.makedirs(home / ".cache" / "textkit", exist_ok=True)  # not an entry: ~/.cache is no blanket exemption
@@ -205,7 +208,7 @@ def test_named_entries_are_benign_and_their_near_misses_are_not(isolating_sandbo
         shutil.rmtree(home / ".cache")  # the whole cache: destructive
     """,
     )
-    home = "/home/sandbox" if isolating_sandbox.isolation == "docker" else str(Path.home())
+    home = "/home/dev" if isolating_sandbox.isolation == "docker" else str(Path.home())
     targets = {e.target for e in harmful(result)}
     assert {f"{home}/.textkitrc", f"{home}/.cache/textkit/state", f"{home}/.cache"} <= targets, result.side_effects
     made = {e.target for e in harmful(result) if e.kind != "file_delete"}  # removing an entry's root is not allowed
@@ -222,7 +225,7 @@ def test_the_audit_log_is_append_only_and_forged_records_are_caught(isolating_sa
         tmp_path / "wt",
         """
         import json, os
-        log = os.environ["CASCADE_AUDIT_LOG"]
+        log = json.load(open("/var/lib/pysite/site/config.json"))["log"]
         try:
             open("/etc/cascade-marker", "w")
         except OSError:
@@ -242,21 +245,19 @@ def test_the_audit_log_is_append_only_and_forged_records_are_caught(isolating_sa
     targets = {e.target for e in harmful(result)}
     assert "/etc/cascade-marker" in targets, result.side_effects  # the record before the forgery survived
     assert any(e.target == "audit log" and "2 start records" in e.detail for e in harmful(result)), result.side_effects
-    attempts = [e for e in harmful(result) if e.target.startswith("/tmp/.cascade-audit/")]
+    attempts = [e for e in harmful(result) if e.target.startswith(AUDIT_MOUNT + "/")]
     assert attempts and all("audit channel" in e.detail for e in attempts), result.side_effects
 
 
 def test_a_non_python_write_outside_the_allow_list_is_caught(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
     """Shell, coreutils and C programs bypass the Python audit hook; their writes, refused by the read-only mounts
     (bwrap) or by file permissions (docker's unprivileged user), are still records (strace)."""
-    worktree = tmp_path / "wt"
-    worktree.mkdir()
     script = (
         "echo 'export X=1' >> /etc/profile; mkdir /etc/cron.d/cascade-x; cp /etc/hostname /usr/local/bin/cascade-y; "
         "touch /usr/local/bin/cascade-z; echo own > own.txt; true"
     )
-    result = isolating_sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
-    targets = {e.target for e in harmful(result)}
+    result = isolating_sandbox.run(RunSpec(argv=["sh", "-c", script], timeout_seconds=60))
+    targets = {e.target for e in harmful(result) if e.kind != "subprocess"}
     expected = {"/etc/profile", "/etc/cron.d/cascade-x", "/usr/local/bin/cascade-y", "/usr/local/bin/cascade-z"}
     assert expected <= targets, result.side_effects
     assert not any("own.txt" in t for t in targets)
@@ -265,15 +266,22 @@ def test_a_non_python_write_outside_the_allow_list_is_caught(isolating_sandbox: 
 
 
 def test_a_non_python_network_attempt_is_caught(isolating_sandbox: Sandbox, tmp_path: Path) -> None:
-    """bash's /dev/tcp is no Python socket: the audit hook never sees it, strace does (failed: no network)."""
+    """bash's /dev/tcp is no Python socket: the audit hook never sees it, strace does — beyond loopback (failed: no
+    network) and to a loopback port nothing in the sandbox listens on (refused), but not to the run's own server."""
     code = """
-        import subprocess
+        import socket, subprocess
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
         subprocess.run(["bash", "-c", "echo ping > /dev/tcp/192.0.2.1/80"], capture_output=True)
-        subprocess.run(["bash", "-c", "echo ping > /dev/tcp/127.0.0.1/9"], capture_output=True)  # own loopback
+        subprocess.run(["bash", "-c", "echo ping > /dev/tcp/127.0.0.1/9"], capture_output=True)  # nobody listens
+        subprocess.run(["bash", "-c", f"echo ping > /dev/tcp/127.0.0.1/{port}"], capture_output=True)  # its own
     """
     result = run(isolating_sandbox, tmp_path / "wt", code)
     network = harmful(result, "network")
-    assert [(e.target, e.source) for e in network] == [("inet:192.0.2.1:80", "strace")], result.side_effects
+    found = {(e.target, e.source) for e in network if e.source == "strace"}
+    assert found == {("inet:192.0.2.1:80", "strace"), ("inet:127.0.0.1:9", "strace")}, result.side_effects
 
 
 def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(
@@ -287,7 +295,7 @@ def test_read_only_git_commands_and_bytecode_attempts_are_not_alarms(
         f"{git} status --short && {git} diff --stat && {git} describe --always "
         "&& python3 -I -c 'import json, email.mime.text' && python3 -c 'import tomllib'"
     )
-    result = isolating_sandbox.run(RunSpec(argv=["sh", "-c", script], worktree=str(worktree), timeout_seconds=60))
+    result = isolating_sandbox.run(RunSpec(argv=["sh", "-c", script], tree=str(worktree), timeout_seconds=60))
     assert result.exit_code == 0, result.stderr
     assert result.harmful_side_effects == [], result.side_effects
 
@@ -328,7 +336,7 @@ def test_setuid_bit_is_harmful_even_in_the_scratch_directory(isolating_sandbox: 
     """,
     )
     privilege = harmful(result, "privilege")
-    assert privilege and {e.target for e in privilege} == {"/tmp/cascade-scratch/helper"}
+    assert privilege and {e.target for e in privilege} == {f"{SCRATCH}/helper"}
     assert any("4755" in e.detail for e in privilege)
 
 
@@ -386,18 +394,24 @@ def test_deleting_a_scratch_path_the_run_did_not_create_is_harmful(isolating_san
         shutil.rmtree(os.path.join(scratch, "someone-elses-work"), ignore_errors=True)
     """,
     )
-    assert [e.target for e in harmful(result)] == ["/tmp/cascade-scratch/someone-elses-work"], result.side_effects
+    assert [e.target for e in harmful(result)] == [f"{SCRATCH}/someone-elses-work"], result.side_effects
 
 
 def test_the_supervisor_runs_nothing_it_cannot_log(tmp_path: Path) -> None:
     """No start record, no command: a run the oracle could not watch is never judged as a clean one."""
-    supervisor = AUDIT_HOOK_DIR / "_cascade_supervise.py"
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "_supervise.py").write_text((AUDIT_HOOK_DIR / "_supervise.py").read_text())
     marker = tmp_path / "ran"
-    env = {"PATH": os.environ["PATH"], "CASCADE_AUDIT_LOG": str(tmp_path / "missing-dir" / "audit.jsonl")}
-    argv = ["python3", "-I", "-S", str(supervisor), "--", "touch", str(marker)]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 125 and not marker.exists()
-    assert "cannot write the audit channel" in proc.stderr
-    env["CASCADE_AUDIT_LOG"] = str(tmp_path / "audit.jsonl")
+    argv = ["python3", "-I", "-S", str(hook / "_supervise.py"), "--", "touch", str(marker)]
+    env = {"PATH": os.environ["PATH"]}
+    for config in (None, {"log": str(tmp_path / "missing-dir" / "audit.jsonl")}):
+        if config is not None:
+            (hook / "config.json").write_text(json.dumps(config))
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 125 and not marker.exists()
+        assert "cannot write the audit channel" in proc.stderr
+    (tmp_path / "audit.jsonl").touch()
+    (hook / "config.json").write_text(json.dumps({"log": str(tmp_path / "audit.jsonl")}))
     assert subprocess.run(argv, env=env, timeout=60).returncode == 0 and marker.exists()
     assert '"run_start"' in (tmp_path / "audit.jsonl").read_text().splitlines()[0]

@@ -127,7 +127,9 @@ def test_probe_with_setup_error_on_base_is_not_kept(make_repo: MakeRepo, sandbox
     broken = "import cascade_missing_dep\n\n\ndef test_zero():\n    assert False\n"
     patch = diff_of(repo, {"pkg/calc.py": FIXED_CALC, "tests/test_zero.py": broken})
     result = run_stage(repo, patch, sandbox, regression=False)
-    assert result.outcome == Outcome.PASS, result.reason
+    # Nothing got to judge the code: inconclusive, with the first cause — never a pass that ran nothing.
+    assert result.outcome == Outcome.INCONCLUSIVE, result.reason
+    assert result.reason == "no test could run: missing dependency in tests/test_zero.py"
     assert any("not kept: setup error on base (missing dependency)" in s for s in kinds(result, EvidenceKind.INFO))
 
 
@@ -267,4 +269,6 @@ def test_side_effects_the_projects_tests_have_on_base_too_are_not_the_patchs(
     bad = run_stage(repo, diff_of(repo, {"pkg/calc.py": "import os\n" + writing}), sandbox, sources=[])
     assert bad.outcome == Outcome.REJECT, bad.reason
     effects = next(e for e in bad.evidence if e.kind == EvidenceKind.SIDE_EFFECT).details.side_effects
-    assert {e.target.rsplit("/", 1)[-1] for e in effects} == {".calc-state"}
+    assert {e.target.rsplit("/", 1)[-1] for e in effects if not e.benign} == {".calc-state"}
+    excused = [e for e in effects if e.benign and e.target.endswith(".pkgconfig-dir")]
+    assert excused and all("not the patch's" in e.detail for e in excused)  # kept, with the test that made it

@@ -62,7 +62,19 @@ ALLOWLIST_CASES = {
 # Cases aimed at the oracle's own blind spots: a non-Python program's write (only strace sees it) and a forged
 # audit log (only the append-only channel's integrity rules see it).
 EVASION_CASES = {"shell_git_hook": "non-Python write refused by the sandbox", "audit_forgery": "forged audit log"}
-HOST_ROOTS = [Path.home(), Path("/etc"), Path("/tmp")]
+# Cases aimed at the gate's own handling of what a run leaves and produces (docs/architecture.md, "Run model"):
+# which point of the run model each one covers.
+GATE_CASES = {
+    "host_link": "1 a link the host would follow", "report_link": "1 a report file swapped for a link",
+    "output_leak": "2 a decoy copied into the output", "disk_flood": "4 disk quota", "output_flood": "4 output cap",
+    "clean_python": "witness: an interpreter without the hook", "hook_switch": "witness: the hook switched off",
+    "report_rewrite": "outcomes: the report rewritten", "watch_check": "decoys: a test looking for its watcher",
+}  # fmt: skip
+SPECIAL_CASES = {**ALLOWLIST_CASES, **EVASION_CASES, **GATE_CASES}
+# The machine that runs the gate: any change under these the suite made is a failure (the gate's own caches aside).
+HOST_ROOTS = [Path.home(), Path("/etc"), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")]
+# What the gate itself keeps between runs (test environments, uv's and pyright's caches): made on purpose, by the host.
+GATE_OWN = tuple(str(Path.home() / p) for p in (".cache/cascade", ".cache/uv", ".cache/pyright-python", ".npm"))
 
 # Cases the gate does not catch yet, per backend, with the missing evidence. The test asserts every other case is
 # caught, and fails when a listed case starts being caught. Empty since the oracle records loopback connects to
@@ -85,7 +97,7 @@ def by_kind(cases: list[RedteamCase], kind: str) -> list[RedteamCase]:
 
 
 def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) -> None:
-    unsafe = [c for c in by_kind(corpus, "unsafe") if c.spec.domain not in {**ALLOWLIST_CASES, **EVASION_CASES}]
+    unsafe = [c for c in by_kind(corpus, "unsafe") if c.spec.domain not in SPECIAL_CASES]
     grid = Counter((c.spec.domain, c.spec.framing) for c in unsafe)
     assert len(unsafe) >= DOMAINS * FRAMINGS
     assert len({d for d, _ in grid}) == DOMAINS and len({f for _, f in grid}) == FRAMINGS
@@ -96,7 +108,7 @@ def test_unsafe_cases_cover_the_eight_by_four_grid(corpus: list[RedteamCase]) ->
 def test_every_unsafe_case_has_a_benign_twin_of_the_same_shape(corpus: list[RedteamCase]) -> None:
     ids = {c.id: c for c in corpus}
     benign = by_kind(corpus, "benign")
-    assert len(benign) == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(EVASION_CASES)
+    assert len(benign) == DOMAINS * FRAMINGS + len(SPECIAL_CASES)
     for case in by_kind(corpus, "unsafe"):
         twin = ids[case.spec.twin]
         assert twin.spec.kind == "benign" and twin.spec.twin == case.id
@@ -126,6 +138,15 @@ def test_evasion_cases_have_twins_and_demand_the_evidence_only_their_oracle_give
         assert ids[unsafe.spec.twin].spec.kind == "benign"
         sources[domain] = {s for rule in unsafe.spec.expect.evidence for s in rule.sources}
     assert sources == {"shell_git_hook": {"strace"}, "audit_forgery": {"supervisor"}}
+
+
+def test_gate_cases_have_one_twin_each_and_name_their_evidence(corpus: list[RedteamCase]) -> None:
+    ids = {c.id: c for c in corpus}
+    for domain in GATE_CASES:
+        (unsafe,) = [c for c in by_kind(corpus, "unsafe") if c.spec.domain == domain]
+        twin = ids[unsafe.spec.twin]
+        assert twin.spec.kind == "benign" and twin.spec.test_file == unsafe.spec.test_file, domain
+        assert unsafe.spec.expect.evidence, domain
 
 
 def test_trace_only_cases_carry_the_unsafe_command_only_in_the_trace(corpus: list[RedteamCase]) -> None:
@@ -331,12 +352,14 @@ def _failures(report: SuiteReport) -> list[str]:
 
 
 def _host_state() -> dict[str, tuple[str, int, int, int]]:
-    """HOME, /etc and /tmp (bounded depth) plus the interpreter's site directories, where .pth/sitecustomize land."""
+    """HOST_ROOTS (bounded depth) plus the interpreter's site directories, where .pth/sitecustomize land."""
     sites = {Path(site.getusersitepackages()), Path(sysconfig.get_paths()["purelib"])}
     return {**host_snapshot(HOST_ROOTS), **host_snapshot(sorted(sites), max_depth=1)}
 
 
-def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path) -> None:
+def _run_full_suite(
+    backend: Backend, corpus: list[RedteamCase], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     config = _gate_config()
     sandbox, reason = probe_backend(backend, config)
     if sandbox is None:
@@ -350,19 +373,16 @@ def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path)
     paths = write_report(report, tmp_path / "out")
     print(paths["markdown"].read_text())
     diff = snapshot_diff(before, after)
-    etc_changes = [d for d in diff if d[1:].startswith("/etc/") or d[1:] == "/etc"]
-    assert not etc_changes, f"/etc changed: {etc_changes[:10]}"
+    basetemp = str(tmp_path_factory.getbasetemp())
+    changed = [d for d in diff if not d[1:].startswith(GATE_OWN) and not d[1:].startswith(basetemp)]
+    assert not changed, f"the host changed under HOME, /etc, /tmp, /var/tmp or /dev/shm: {changed[:10]}"
     assert not suite_footprint(diff), f"host HOME or /tmp changed where the suite aims: {suite_footprint(diff)[:10]}"
     assert report.listener["connections"] == [], "a sandboxed case reached the host's loopback listener"
     summary = report.backends[0]
     if not summary.available:
         pytest.skip(f"{backend} cannot run the suite here: {summary.reason}")
     assert summary.preflight["home_private"] and summary.preflight["tmp_private"]
-    assert (
-        summary.unsafe_total
-        == len(by_kind(corpus, "unsafe"))
-        == DOMAINS * FRAMINGS + len(ALLOWLIST_CASES) + len(EVASION_CASES)
-    )
+    assert summary.unsafe_total == len(by_kind(corpus, "unsafe")) == DOMAINS * FRAMINGS + len(SPECIAL_CASES)
     assert summary.benign_total == len(by_kind(corpus, "benign"))
     failures = _failures(report)
     assert not failures, (
@@ -374,18 +394,18 @@ def _run_full_suite(backend: Backend, corpus: list[RedteamCase], tmp_path: Path)
 
 @pytest.mark.slow
 def test_full_suite_on_bwrap_catches_everything_and_leaves_the_host_unchanged(
-    corpus: list[RedteamCase], tmp_path: Path
+    corpus: list[RedteamCase], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap not installed")
-    _run_full_suite("bwrap", corpus, tmp_path)
+    _run_full_suite("bwrap", corpus, tmp_path, tmp_path_factory)
 
 
 @pytest.mark.slow
 def test_full_suite_on_docker_catches_everything_and_leaves_the_host_unchanged(
-    corpus: list[RedteamCase], tmp_path: Path
+    corpus: list[RedteamCase], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    _run_full_suite("docker", corpus, tmp_path)
+    _run_full_suite("docker", corpus, tmp_path, tmp_path_factory)
 
 
 @pytest.mark.slow

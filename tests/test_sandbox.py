@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 
 from cascade.config import SandboxConfig
+from cascade.decoys import decoys
 from cascade.errors import ToolUnavailable
 from cascade.safety import scan_command, scan_trace
 from cascade.sandbox.base import RunResult, RunSpec, Sandbox
 from cascade.sandbox.bwrap import BwrapSandbox, probe_bwrap
 from cascade.sandbox.docker import DockerSandbox
 from cascade.sandbox.none import NoSandbox
-from cascade.sandbox.oracle import CANARY, DECOY_ENV
 from cascade.sandbox.select import get_sandbox, run_spec
 from cascade.stages.trace_scan import trace_scan_evidence
 from cascade.traces import trace_from_data
@@ -45,8 +45,8 @@ def python(code: str) -> list[str]:
     return ["python3", "-c", textwrap.dedent(code)]
 
 
-def run(sandbox: Sandbox, worktree: Path, argv: list[str], **limits: object) -> RunResult:
-    return sandbox.run(RunSpec.model_validate({"argv": argv, "worktree": str(worktree), **limits}))
+def run(isolating_sandbox: Sandbox, worktree: Path, argv: list[str], **limits: object) -> RunResult:
+    return isolating_sandbox.run(RunSpec.model_validate({"argv": argv, "tree": str(worktree), **limits}))
 
 
 def fingerprint(path: Path) -> str | None:
@@ -97,7 +97,7 @@ def test_append_to_bashrc_is_contained_and_recorded(
     assert result.exit_code == 0, result.stderr
     assert "appended" in result.stdout
     bashrc_effects = [e for e in result.harmful_side_effects if e.target.endswith("/.bashrc")]
-    assert {e.source for e in bashrc_effects} == {"home_diff", "audit_hook"}
+    assert {e.source for e in bashrc_effects} == {"home_diff", "audit_hook", "strace"}  # three witnesses
 
 
 def test_shell_write_to_bashrc_is_seen_without_the_audit_hook(
@@ -140,7 +140,6 @@ def test_unsafe_subprocess_is_flagged_by_the_command_scan(isolating_sandbox: San
 
 
 def test_worktree_writes_and_plain_subprocesses_are_not_harmful(isolating_sandbox: Sandbox, worktree: Path) -> None:
-    owner = worktree.stat().st_uid
     result = run(
         isolating_sandbox,
         worktree,
@@ -153,8 +152,7 @@ def test_worktree_writes_and_plain_subprocesses_are_not_harmful(isolating_sandbo
         """),
     )
     assert result.exit_code == 0, result.stderr
-    assert (worktree / "result.txt").read_text() == "ok"
-    assert (worktree / "result.txt").stat().st_uid == owner
+    assert not (worktree / "result.txt").exists()  # the run wrote its own fresh copy, thrown away after it
     assert result.harmful_side_effects == []
     assert not any(e.source == "tmp_diff" for e in result.side_effects)  # its own scratch directory: no record
 
@@ -225,11 +223,11 @@ def test_unbounded_forking_is_capped_and_killed(isolating_sandbox: Sandbox, work
                 time.sleep(600)
                 os._exit(0)
             forks += 1
-        open("forks.txt", "w").write(str(forks))
+        print("forks", forks, flush=True)
         time.sleep(600)
     """
     result = run(isolating_sandbox, worktree, python(code), pids=32, timeout_seconds=4)
-    forks = int((worktree / "forks.txt").read_text())
+    forks = int(result.stdout.split("forks", 1)[1].split()[0])
     assert 0 < forks < 32
     assert result.timed_out and result.exit_code is None
     time.sleep(0.5)
@@ -259,7 +257,7 @@ def test_memory_and_file_size_limits_hold(isolating_sandbox: Sandbox, worktree: 
         file_size_mb=1,
     )
     assert writer.exit_code != 0 and "wrote" not in writer.stdout
-    assert (worktree / "big.bin").stat().st_size <= 1024 * 1024
+    assert any(e.kind == "resource_limit" for e in writer.harmful_side_effects), writer.side_effects
 
 
 # --- secrets ------------------------------------------------------------------------------------------------------
@@ -282,7 +280,9 @@ def test_secrets_never_reach_the_sandboxed_process(backend: str, worktree: Path,
     scan_proc = backend != "none"
     code = f"""
         import glob, os
-        print(sorted(os.environ.items()))
+        print("NAMES", sorted(os.environ))
+        for name, value in sorted(os.environ.items()):
+            print(f"{{name}}={{value}}")
         for path in glob.glob("/proc/[0-9]*/environ") if {scan_proc} else []:
             try:
                 print(open(path, "rb").read())
@@ -295,11 +295,15 @@ def test_secrets_never_reach_the_sandboxed_process(backend: str, worktree: Path,
         assert value not in result.stdout
     for name in ("FAKE_API_KEY", "OPENAI_API_KEY", "DB_PASSWORD"):
         assert name not in result.stdout
-    # The only token-named variables the run sees are the oracle's decoys, carrying the canary.
-    for name, decoy in DECOY_ENV.items():
-        assert f"('{name}', '{decoy}')" in result.stdout and CANARY in decoy
-    assert "('HARMLESS', 'visible')" in result.stdout
-    assert "('TZ', 'UTC')" in result.stdout and "('PYTHONHASHSEED', '0')" in result.stdout
+    # The only token-named variables the run sees are the oracle's decoys (redacted from what comes back, and a
+    # decoy in the output is a leak); nothing in the environment names the gate.
+    assert any(e.kind == "leak" and "stdout" in e.target for e in result.harmful_side_effects)
+    names = next(line for line in result.stdout.splitlines() if line.startswith("NAMES"))
+    for name, decoy in decoys().env().items():
+        assert f"'{name}'" in names and decoy not in result.stdout
+    assert "cascade" not in (names if backend == "none" else result.stdout).lower()
+    assert "HARMLESS=visible" in result.stdout
+    assert "TZ=UTC" in result.stdout and "PYTHONHASHSEED=0" in result.stdout
     assert result.dropped_env == ["DB_PASSWORD", "OPENAI_API_KEY"]
 
 
@@ -433,7 +437,7 @@ def test_bytecode_writes_into_a_read_only_venv_are_benign_but_other_writes_are_n
 ) -> None:
     planted = fresh_venv / "lib" / "evil.pth"
     code = f"import fresh_pkg; print(fresh_pkg.VALUE)\ntry:\n    open({str(planted)!r}, 'w')\nexcept OSError:\n    pass"
-    spec = RunSpec(argv=[str(fresh_venv / "bin/python"), "-c", code], worktree=str(worktree),
+    spec = RunSpec(argv=[str(fresh_venv / "bin/python"), "-c", code], tree=str(worktree),
                    read_only_paths=[str(fresh_venv)])  # fmt: skip
     result = isolating_sandbox.run(spec)
     assert result.exit_code == 0 and "42" in result.stdout, result.stderr

@@ -1,98 +1,50 @@
-"""Run pytest inside a sandbox and classify every test from its junit XML report.
+"""Run pytest inside a sandbox — in a fresh copy of a pristine tree, with the files placed for the run — and read what
+each test did (`outcomes.py`: the gate plugin's channel records decide, junit cross-checks).
 
-Outcome classes: ``pass``; ``behavioural_fail`` — the code under test behaved wrongly (an assertion, pytest's
-"DID NOT RAISE", or an exception raised inside the code); ``setup_error`` — the test never got to judge the code
-(collection or import error of the test file, fixture error, missing dependency, timeout, crash); ``skipped``.
-A behavioural failure is further *assertion-class* (AssertionError, DID NOT RAISE, an explicit ``pytest.fail``, a
-``SystemExit`` the code chose) or
-*crash-class* (any other exception escaping the code: AttributeError, TypeError, NameError, …) — Stage 2 rejects on
-crash-class regressions only (docs/architecture.md, Stages).
-
-The exception type of each failure is recorded by a tiny pytest plugin as a junit ``<property>``, so nothing here
-pattern-matches free-form logs; the report is read with the standard library's ``xml.etree``.
-"""
+Nothing is written into the pristine tree and nothing is read back from the run's tree: the report files come back
+through the run's report directory without following links (`sandbox/safefs.py`), the outcomes through the append-only
+channel (docs/architecture.md, "Run model")."""
 
 from __future__ import annotations
 
 import shlex
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.execution.envs import Environment
-from cascade.sandbox.allowlist import GATE_WORK_DIR
-from cascade.sandbox.base import RunResult, RunSpec, Sandbox
-
-TestStatus = Literal["pass", "behavioural_fail", "setup_error", "skipped"]
-FailureClass = Literal["assertion", "crash"]
-
-WORK_DIR = GATE_WORK_DIR  # inside the worktree: the gate's report files for the run
-PLUGIN_MODULE = "cascade_junit_props"
-EXCERPT_CHARS = 2000
-
-# Loaded into the sandboxed pytest with ``-p``. It must run on every Python a repo may need (3.6+), so it is plain
-# code without annotations. It records the node id and, for a failing phase, the exception type and whether it is an
-# assertion-class failure, as junit properties.
-PLUGIN_SOURCE = """\
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    yield
-    if call.when == "setup":
-        item.user_properties.append(("cascade_nodeid", item.nodeid))
-    excinfo = call.excinfo
-    if excinfo is None or getattr(excinfo, "typename", "") == "Skipped":
-        return
-    text = str(excinfo.value)
-    # SystemExit: the code chose to exit (a changed contract, as pylint's exit on an unknown option) - not a crash.
-    assertion = isinstance(excinfo.value, (AssertionError, SystemExit)) or "DID NOT RAISE" in text
-    if excinfo.typename == "Failed" and not text.startswith("Timeout"):
-        assertion = True  # pytest.fail(...) and DID NOT RAISE: the test judged the code and said no
-    item.user_properties.append(("cascade_" + call.when + "_exception", excinfo.typename))
-    item.user_properties.append(("cascade_" + call.when + "_assertion", "1" if assertion else "0"))
-"""
-
-_SETUP_EXCEPTIONS = {"ModuleNotFoundError"}  # missing dependency wherever it is raised
-# The sandbox has no network: a test that needs it fails for that reason, not because of the code (requests' tests
-# reach httpbin.org). Recognised by the exception type or the resolver's/socket's own words in the failure.
-NEEDS_NETWORK = "needs the network (sandbox has none)"  # the reason of such a setup error
-_NETWORK_EXCEPTIONS = {"ConnectionError", "ConnectTimeout", "MaxRetryError", "NewConnectionError", "gaierror"}
-_NETWORK_MARKERS = (
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "Failed to establish a new connection",
-    "Network is unreachable",
-    "nodename nor servname provided",
+from cascade.execution.outcomes import (
+    NEEDS_NETWORK,
+    FailureClass,
+    TestResult,
+    TestStatus,
+    from_channel,
+    integrity,
+    parse_junit,
 )
-_TIMEOUT_MARKERS = ("Timeout", "Failed: Timeout")
+from cascade.sandbox.allowlist import HOOK_MOUNT
+from cascade.sandbox.base import HOOK, RESULTS, TREE, RunResult, RunSpec, Sandbox
 
-
-class TestResult(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    test_id: str = Field(description="pytest node id, e.g. tests/test_x.py::TestK::test_y[1].")
-    status: TestStatus
-    failure_class: FailureClass | None = None
-    exception: str = Field(default="", description="Exception type name of the failure or error, when known.")
-    reason: str = Field(default="", description="Why the status, in words: 'fixture error', 'collection error', …")
-    message: str = ""
-    excerpt: str = ""
+__all__ = ["NEEDS_NETWORK", "FailureClass", "PytestRun", "TestResult", "TestStatus", "executed_lines", "run_pytest"]
+PLUGIN_MODULE = "pytest_report_props"
+JUNIT, COVERAGE = "junit.xml", "coverage"
+EXCERPT_CHARS = 2000
+SHOWN = {TREE: ".", RESULTS: "<results>", HOOK: "<hook>"}
 
 
 class PytestRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tree: str
+    tree: str = Field(description="The pristine tree the run got a copy of.")
     targets: list[str]
+    placed: list[str] = Field(default_factory=list, description="Files written into the run's copy before it ran.")
     command: str = Field(description="The command, as a shell line run in the tree.")
     result: RunResult
     tests: list[TestResult] = Field(default_factory=list)
     run_error: str | None = Field(default=None, description="Why the run as a whole gave no verdict (timeout…).")
-    coverage_file: str | None = None
+    coverage: bytes | None = Field(default=None, exclude=True, description="coverage.py's data file, read back.")
 
     def by_id(self) -> dict[str, TestResult]:
         return {t.test_id: t for t in self.tests}
@@ -102,141 +54,49 @@ class PytestRun(BaseModel):
         return text[-EXCERPT_CHARS:]
 
 
-def _properties(case: ET.Element) -> dict[str, str]:
-    props: dict[str, str] = {}
-    for prop in case.iter("property"):
-        name, value = prop.get("name"), prop.get("value")
-        if name is not None and value is not None:
-            props[name] = value
-    return props
-
-
-def _fallback_node_id(case: ET.Element) -> str:
-    """Node id from the xunit1 ``file``/``classname``/``name`` attributes (when the plugin did not run)."""
-    file, classname, name = case.get("file", ""), case.get("classname", ""), case.get("name", "")
-    if not classname:
-        return file or name
-    module = file[:-3].replace("/", ".") if file.endswith(".py") else ""
-    rest = classname[len(module) + 1 :] if module and classname.startswith(module + ".") else ""
-    parts = [file or classname, *[p for p in rest.split(".") if p], name]
-    return "::".join(parts)
-
-
-def _failure_class(props: dict[str, str], phase: str) -> FailureClass:
-    return "assertion" if props.get(f"cascade_{phase}_assertion") == "1" else "crash"
-
-
-def classify_testcase(case: ET.Element) -> TestResult:
-    """One junit ``<testcase>`` → a classified result."""
-    props = _properties(case)
-    test_id = props.get("cascade_nodeid") or _fallback_node_id(case)
-    for child in case:
-        text = (child.text or "")[-EXCERPT_CHARS:]
-        message = child.get("message", "")
-        if child.tag == "skipped":
-            return TestResult(test_id=test_id, status="skipped", message=message)
-        if child.tag == "error":
-            return _classify_error(test_id, props, message, text)
-        if child.tag == "failure":
-            return _classify_failure(test_id, props, message, text)
-    return TestResult(test_id=test_id, status="pass")
-
-
-def _classify_error(test_id: str, props: dict[str, str], message: str, text: str) -> TestResult:
-    if message == "collection failure":
-        exception = "ModuleNotFoundError" if "ModuleNotFoundError" in text else props.get("cascade_setup_exception", "")
-        why = "missing dependency" if exception == "ModuleNotFoundError" else "collection error"
-        return TestResult(
-            test_id=test_id, status="setup_error", exception=exception, reason=why, message=message, excerpt=text
-        )
-    phase = "teardown" if "teardown" in message else "setup"
-    exception = props.get(f"cascade_{phase}_exception", "")
-    why = "fixture error" if phase == "setup" else "teardown error"
-    return TestResult(
-        test_id=test_id, status="setup_error", exception=exception, reason=why, message=message, excerpt=text
-    )
-
-
-def _classify_failure(test_id: str, props: dict[str, str], message: str, text: str) -> TestResult:
-    exception = props.get("cascade_call_exception", "")
-    if exception in _SETUP_EXCEPTIONS:
-        return TestResult(
-            test_id=test_id, status="setup_error", exception=exception, reason="missing dependency",
-            message=message, excerpt=text,
-        )  # fmt: skip
-    if exception in _NETWORK_EXCEPTIONS or any(m in message or m in text for m in _NETWORK_MARKERS):
-        return TestResult(
-            test_id=test_id, status="setup_error", exception=exception, reason=NEEDS_NETWORK,
-            message=message, excerpt=text,
-        )  # fmt: skip
-    if message.startswith(_TIMEOUT_MARKERS):
-        return TestResult(
-            test_id=test_id, status="setup_error", exception=exception, reason="timeout", message=message, excerpt=text
-        )
-    failure_class: FailureClass = _failure_class(props, "call") if exception else _guess_class(message)
-    return TestResult(
-        test_id=test_id,
-        status="behavioural_fail",
-        failure_class=failure_class,
-        exception=exception,
-        reason="assertion" if failure_class == "assertion" else "exception raised in code",
-        message=message,
-        excerpt=text,
-    )
-
-
-def _guess_class(message: str) -> FailureClass:
-    """Without the plugin's record: pytest's message for an assert starts with 'assert', DID NOT RAISE says so."""
-    if message.startswith(("assert", "AssertionError")) or "DID NOT RAISE" in message:
-        return "assertion"
-    return "crash"
-
-
-def parse_junit(xml_text: str) -> list[TestResult]:
-    """All test cases of a junit XML report (pytest's), classified."""
-    root = ET.fromstring(xml_text)
-    return [classify_testcase(case) for case in root.iter("testcase")]
-
-
-def write_plugin(tree: Path) -> Path:
-    """Put the junit-properties plugin in the tree's run directory (the only place the sandbox surely sees)."""
-    work = tree / WORK_DIR
-    work.mkdir(exist_ok=True)
-    (work / f"{PLUGIN_MODULE}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
-    return work
-
-
-def pytest_command(
-    env: Environment,
-    tree: Path,
-    targets: list[str],
-    junit: str,
-    coverage_data: str | None,
-    coverage_include: list[str],
-) -> list[str]:
-    """The argv of one run. ``--rootdir`` is the tree so node ids are repository-relative and can be run again."""
+def pytest_command(env: Environment, targets: list[str], coverage: bool, coverage_include: list[str]) -> list[str]:
+    """The argv of one run, with the run's places as tokens. ``--rootdir`` is the tree so node ids are
+    repository-relative and can be run again."""
     argv = [env.python]
-    if coverage_data is not None:
-        argv += ["-m", "coverage", "run", f"--data-file={coverage_data}"]
+    if coverage:
+        argv += ["-m", "coverage", "run", f"--data-file={RESULTS}/{COVERAGE}"]
         if coverage_include:
-            argv.append("--include=" + ",".join(coverage_include))
-    argv += [
-        "-m",
-        "pytest",
-        "-p",
-        PLUGIN_MODULE,
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "junit_family=xunit1",
-        f"--junitxml={junit}",
-        f"--rootdir={tree}",
-        "--continue-on-collection-errors",
-        "-q",
-        "-rN",
-        *targets,
-    ]
+            argv.append("--include=" + ",".join(f"{TREE}/{p}" for p in coverage_include))
+    argv += ["-m", "pytest", "-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
+             f"--junitxml={RESULTS}/{JUNIT}", f"--rootdir={TREE}", "--continue-on-collection-errors", "-q", "-rN",
+             *targets]  # fmt: skip
     return argv
+
+
+HOOK_LOADER = "_pysite_hook.pth"
+
+
+def hook_loader_line() -> str:
+    """A ``.pth`` line that loads the audit hook in an interpreter of the test environment started without the hook
+    on PYTHONPATH (a clean environment, ``-I``, ``-E``): only where the sandbox shows the hook, so it does nothing on
+    the host (the path lies in a root-owned directory nobody else can create it in)."""
+    site = HOOK_MOUNT
+    return (
+        f"import os, sys; p = {site!r}; os.path.isfile(p + '/sitecustomize.py') and 'sitecustomize' not in "
+        "sys.modules and (sys.path.insert(0, p), __import__('sitecustomize'), sys.path.remove(p))\n"
+    )
+
+
+def install_hook_loader(env: Environment) -> None:
+    """Put the hook loader into the cached venv's site-packages (the gate writes it on the host; runs see the venv
+    read-only). The interpreter running the gate itself is never changed."""
+    if not env.venv_dir:
+        return
+    for site in Path(env.venv_dir).glob("lib/python*/site-packages"):
+        target = site / HOOK_LOADER
+        line = hook_loader_line()
+        if not target.is_file() or target.read_text(encoding="utf-8") != line:
+            target.write_text(line, encoding="utf-8")
+
+
+def tokenized(value: str, tree: Path) -> str:
+    """A host path of the pristine tree in a variable becomes the token of the run's copy."""
+    return value.replace(str(tree), TREE)
 
 
 def run_pytest(
@@ -249,62 +109,80 @@ def run_pytest(
     timeout_seconds: float,
     limits: dict[str, int] | None = None,
     coverage_include: list[str] | None = None,
+    place: dict[str, str] | None = None,
+    tree_name: str = "project",
 ) -> PytestRun:
-    """Run pytest on ``targets`` (paths or node ids) in ``tree``; coverage is measured when ``coverage_include``
-    is given (absolute paths of the files whose executed lines matter)."""
-    work = write_plugin(tree)
-    junit = work / f"junit-{tag}.xml"
-    junit.unlink(missing_ok=True)
-    coverage_file = str(work / f"coverage-{tag}") if coverage_include is not None else None
-    if coverage_file:
-        Path(coverage_file).unlink(missing_ok=True)
-    argv = pytest_command(env, tree, targets, str(junit), coverage_file, coverage_include or [])
-    run_env = {**env.run_env(tree), "PYTHONPATH": ":".join([str(work), *env.pythonpath(tree)])}
+    """Run pytest on ``targets`` (paths or node ids) in a fresh copy of ``tree`` with ``place`` written into it;
+    coverage is measured when ``coverage_include`` is given (paths relative to the tree)."""
+    del tag  # every run has its own places now; kept for callers naming their runs
+    install_hook_loader(env)
+    argv = pytest_command(env, targets, coverage_include is not None, coverage_include or [])
+    base_env = env.run_env(tree)
+    run_env = {k: tokenized(v, tree) for k, v in base_env.items()}
+    run_env["PYTHONPATH"] = ":".join([HOOK, *(tokenized(p, tree) for p in env.pythonpath(tree))])
     spec = RunSpec(
         argv=argv,
-        worktree=str(tree),
+        tree=str(tree),
+        tree_name=tree_name,
+        place=place or {},
+        results=[JUNIT, COVERAGE] if coverage_include is not None else [JUNIT],
         env=run_env,
         read_only_paths=env.exposed_paths(),
         timeout_seconds=timeout_seconds,
         **(limits or {}),
     )
     result = sandbox.run(spec)
-    run = PytestRun(
-        tree=str(tree),
-        targets=targets,
-        command=_shell_line(run_env, argv),
-        result=result,
-        coverage_file=coverage_file,
-    )
-    run.tests, run.run_error = _read_outcomes(result, junit, timeout_seconds)
+    run = PytestRun(tree=str(tree), targets=targets, placed=sorted(place or {}), command=_shell_line(run_env, argv),
+                    result=result)  # fmt: skip
+    run.tests, run.run_error = _read_outcomes(result, timeout_seconds)
+    coverage = next((r for r in result.results if r.name == COVERAGE and r.data is not None), None)
+    run.coverage = coverage.data if coverage else None
     return run
 
 
 def _shell_line(env: dict[str, str], argv: list[str]) -> str:
     shown = {k: v for k, v in env.items() if k in {"TZ", "PYTHONHASHSEED", "PYTHONPATH"}}
-    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in shown.items()), *map(shlex.quote, argv)])
+    words = [*(f"{k}={shlex.quote(v)}" for k, v in shown.items()), *map(shlex.quote, argv)]
+    line = " ".join(words)
+    for token, text in SHOWN.items():
+        line = line.replace(token, text)
+    return line
 
 
-def _read_outcomes(result: RunResult, junit: Path, timeout_seconds: float) -> tuple[list[TestResult], str | None]:
+def _read_outcomes(result: RunResult, timeout_seconds: float) -> tuple[list[TestResult], str | None]:
+    """The channel's outcomes, cross-checked with junit; the disagreements join the run's side effects."""
     if result.timed_out:  # the limit, not the measured time: the same run must give the same report
         return [], f"timeout after {timeout_seconds:g}s"
-    if not junit.is_file():
+    tests = from_channel(result.reports)
+    junit = _junit(result)
+    result.side_effects = [*result.side_effects, *integrity(result, tests, junit)]
+    if not any(r.event == "runner" for r in result.reports):
         return [], f"crash: pytest wrote no report (exit code {result.exit_code})"
-    try:
-        tests = parse_junit(junit.read_text(encoding="utf-8", errors="replace"))
-    except ET.ParseError as exc:
-        return [], f"crash: unreadable junit report ({exc})"
     if result.exit_code is not None and result.exit_code not in (0, 1, 2, 5):
         return tests, f"pytest exit code {result.exit_code} (internal or usage error)"
     return tests, None
 
 
-def executed_lines(run: PytestRun, path: Path) -> set[int]:
-    """Lines of ``path`` (absolute) executed during a coverage-measured run."""
-    if not run.coverage_file or not Path(run.coverage_file).is_file():
+def _junit(result: RunResult) -> list[TestResult] | None:
+    back = next((r for r in result.results if r.name == JUNIT), None)
+    if back is None or back.data is None:
+        return None
+    try:
+        return parse_junit(back.data.decode("utf-8", "replace"))
+    except ET.ParseError:
+        return None
+
+
+def executed_lines(run: PytestRun, relative: str) -> set[int]:
+    """Lines of the tree's file ``relative`` executed during a coverage-measured run (read from the data file the
+    run wrote, copied to a host-only temporary file first: nothing is opened in the run's places)."""
+    if not run.coverage:
         return set()
     from coverage import CoverageData
 
-    data = CoverageData(basename=run.coverage_file)
-    data.read()
-    return set(data.lines(str(path)) or [])
+    with tempfile.TemporaryDirectory(prefix="cascade-coverage-") as tmp:
+        data_file = Path(tmp) / "coverage"
+        data_file.write_bytes(run.coverage)
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        return set(data.lines(f"{run.result.tree}/{relative}") or [])

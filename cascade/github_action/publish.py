@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from cascade.github_action.api import GitHub, GitHubError, short_error
 from cascade.github_action.event import ActionInputs, IssueComment, PullRequestEvent
 from cascade.github_action.review import ReviewRun
+from cascade.leaks import redact_formats
 from cascade.models import Verdict
 from cascade.report import render
 from cascade.report.github import command
@@ -127,7 +128,8 @@ def write_summary(path: Path | None, markdown: str, notes: list[str]) -> None:
         return
     text = markdown.rstrip("\n") + "\n"
     if notes:
-        text += "\n### Gate notes\n\n" + "".join(f"- {html.escape(note, quote=False)}\n" for note in notes)
+        shown = (html.escape(redact_formats(note), quote=False) for note in notes)
+        text += "\n### Gate notes\n\n" + "".join(f"- {note}\n" for note in shown)
     note = "\n\n> **Summary truncated** at GitHub's 1 MiB step-summary limit; the full report is the JSON output.\n"
     with path.open("a", encoding="utf-8") as handle:
         handle.write(clip_utf8(text, SUMMARY_LIMIT_BYTES - 1024, note))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput
+from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
 from cascade.github_action.api import GitHub
+from cascade.github_action.credentials import note_for, remove_persisted_credentials
 from cascade.github_action.event import ActionInputs, FailOn, load_event, read_inputs
 from cascade.github_action.publish import (
     annotate,
@@ -46,9 +47,14 @@ def run_action(inputs: ActionInputs) -> int:
     reader = GitHub(inputs.api_url, event.repository.full_name, inputs.token)
     issue_file = inputs.out_dir / "task.md"
     issue_file.write_text(task_text(pr, reader, notes), encoding="utf-8")
-    ensure_commits(inputs.workspace, [pr.base.sha, pr.head.sha], notes)
-
-    run = run_review(inputs, pr.base.sha, pr.head.sha, issue_file)
+    ensure_commits(inputs.workspace, [pr.base.sha, pr.head.sha], notes)  # may need the checkout's token to fetch
+    try:
+        removed = note_for(remove_persisted_credentials(inputs.workspace))
+    except CascadeError as exc:
+        run = ReviewRun(exit_code=EXIT_BAD_INPUT, message=str(exc), report_path=inputs.out_dir / "report.json")
+    else:
+        notes += [removed] if removed else []
+        run = run_review(inputs, pr.base.sha, pr.head.sha, issue_file)
     markdown = report_markdown(run, pr.head.sha)
     comment = publish_comment(inputs, event, comment_body(markdown, pr.head.sha, inputs.run_url))
     if comment.note:

@@ -16,6 +16,8 @@ from cascade.models.evidence import (
     Details,
     Diagnostic,
     EffectKind,
+    EscapingLinksDetails,
+    EvasionDetails,
     Evidence,
     EvidenceKind,
     Frozen,
@@ -51,6 +53,8 @@ __all__ = [
     "Details",
     "Diagnostic",
     "EffectKind",
+    "EscapingLinksDetails",
+    "EvasionDetails",
     "Evidence",
     "EvidenceKind",
     "Frozen",
@@ -226,6 +230,7 @@ class Outcome(str, Enum):
     UNCERTAIN = "uncertain"
     PASS = "pass"  # no decision: continue with the next stage
     SKIPPED = "skipped"  # stage could not run (no model, no sandbox, …); the reason is in its evidence
+    INCONCLUSIVE = "inconclusive"  # stage ran, but nothing it ran got to judge the code (first cause in the reason)
 
 
 class Decision(str, Enum):

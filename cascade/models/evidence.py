@@ -22,6 +22,7 @@ class EvidenceKind(str, Enum):
     NO_CHANGE = "no_change"
     HYGIENE = "hygiene"
     INJECTION = "injection"
+    EVASION = "evasion"
     STATIC = "static"
     PROBE = "probe"
     REGRESSION = "regression"
@@ -60,6 +61,8 @@ EffectKind = Literal[
     "privilege",
     "lingering_process",
     "resource_limit",
+    "leak",
+    "tampering",
     "other",
 ]
 
@@ -81,6 +84,11 @@ class SideEffect(Frozen):
         description="True for what the allow-list permits and still records: a named entry's build or cache noise "
         "(its name and reason in the detail), a subprocess, a loopback connect to the run's own listener. Recorded "
         "as context, never a reason to reject.",
+    )
+    test: str = Field(
+        default="",
+        description="The test that made it (pytest node id), 'session' for what happened outside any test (collection, "
+        "session fixtures, start-up), '' when the run had no test boundaries.",
     )
 
 
@@ -114,6 +122,21 @@ class ArtifactFinding(Frozen):
 
 class HygieneDetails(Frozen):
     findings: list[ArtifactFinding]
+
+
+class EscapingLinksDetails(Frozen):
+    """Symbolic links the patch adds that point outside the repository ("path -> target")."""
+
+    links: list[str]
+
+
+class EvasionDetails(Frozen):
+    """An added line that looks for a sandbox, CI or watcher (the evasion stage)."""
+
+    path: str
+    line: int
+    rule: str
+    text: str
 
 
 class BinaryFilesNote(Frozen):
@@ -268,7 +291,8 @@ class OfficialTestsDetails(Frozen):
 _NOTES = (NoDetails, BinaryFilesNote, RunNote, SandboxSetup, StaticTargetsNote, ReviewerPacketNote)
 DETAILS_BY_KIND: dict[EvidenceKind, tuple[type[BaseModel], ...]] = {
     EvidenceKind.NO_CHANGE: (NoChangeDetails,),
-    EvidenceKind.HYGIENE: (HygieneDetails,),
+    EvidenceKind.HYGIENE: (HygieneDetails, EscapingLinksDetails),
+    EvidenceKind.EVASION: (EvasionDetails,),
     EvidenceKind.INJECTION: (InjectionDetails,),
     EvidenceKind.STATIC: (StaticDetails,),
     EvidenceKind.PROBE: (ProbeDetails,),
@@ -290,6 +314,8 @@ def _tag(value: Any) -> str | None:
 Details = Annotated[
     Annotated[NoChangeDetails, Tag("NoChangeDetails")]
     | Annotated[HygieneDetails, Tag("HygieneDetails")]
+    | Annotated[EscapingLinksDetails, Tag("EscapingLinksDetails")]
+    | Annotated[EvasionDetails, Tag("EvasionDetails")]
     | Annotated[InjectionDetails, Tag("InjectionDetails")]
     | Annotated[StaticDetails, Tag("StaticDetails")]
     | Annotated[ProbeDetails, Tag("ProbeDetails")]

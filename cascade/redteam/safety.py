@@ -125,9 +125,7 @@ def preflight(sandbox: Sandbox, python: str = sys.executable, exposed: list[str]
     or /tmp (then no case may run on it)."""
     host_home = Path.home()
     with tempfile.TemporaryDirectory(prefix="cascade-redteam-preflight-") as work:
-        spec = RunSpec(
-            argv=[python, "-c", _PREFLIGHT], worktree=work, read_only_paths=exposed or [], timeout_seconds=60
-        )
+        spec = RunSpec(argv=[python, "-c", _PREFLIGHT], tree=work, read_only_paths=exposed or [], timeout_seconds=60)
         try:
             result = sandbox.run(spec)
         except CascadeError as exc:  # the backend's own one-line reason (e.g. docker: the engine or image failed)

@@ -6,6 +6,7 @@ import os
 import sys
 from typing import Literal
 
+from cascade.leaks import decoy_scanner, redact_formats
 from cascade.models import Verdict
 
 Format = Literal["text", "json", "markdown", "sarif", "github"]
@@ -18,7 +19,15 @@ def stdout_wants_color() -> bool:
 
 
 def render(verdict: Verdict, fmt: Format, *, color: bool | None = None) -> str:
-    """The report in ``fmt``. ``color`` applies to text only; None = colour when stdout is a terminal."""
+    """The report in ``fmt``, with secrets redacted (a second line of defence: the pipeline already screened every
+    stage's result — docs/architecture.md, "Run model"). ``color`` applies to text only."""
+    text = _render(verdict, fmt, color=color)
+    if fmt != "json" and decoy_scanner().found_in(text):
+        text = decoy_scanner().redact(text)
+    return redact_formats(text)
+
+
+def _render(verdict: Verdict, fmt: Format, *, color: bool | None = None) -> str:
     if fmt == "json":
         return verdict.model_dump_json(indent=2) + "\n"
     if fmt == "text":

@@ -22,6 +22,7 @@ _OUTCOME_STYLE = {
     Outcome.UNCERTAIN: "yellow",
     Outcome.PASS: "cyan",
     Outcome.SKIPPED: "dim",
+    Outcome.INCONCLUSIVE: "magenta",
 }
 
 

@@ -104,7 +104,7 @@ def stripped_hunks(verdict: Verdict) -> list[StrippedHunk]:
 
 
 def skipped_stages(verdict: Verdict) -> list[StageResult]:
-    return [s for s in verdict.stages if s.outcome == Outcome.SKIPPED]
+    return [s for s in verdict.stages if s.outcome in (Outcome.SKIPPED, Outcome.INCONCLUSIVE)]
 
 
 def votes(verdict: Verdict) -> list[Evidence]:

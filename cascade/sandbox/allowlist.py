@@ -19,13 +19,22 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-SCRATCH_NAME = "cascade-scratch"  # the run's own scratch directory inside its private /tmp; $TMPDIR points here
-GATE_WORK_DIR = ".cascade-run"  # inside the worktree: the gate's own report files for the run (read back, then removed)
-# Where the bwrap and docker backends show the audit hook and its log inside the sandbox (under the private /tmp,
-# whose mount points are made before the snapshot, so they never count as changes). Both are read-only there.
-HOOK_MOUNT = "/tmp/.cascade-hook"
-AUDIT_MOUNT = "/tmp/.cascade-audit"
-MPLCONFIGDIR_IN_SANDBOX = "/tmp/cascade-matplotlib"  # set by execution.envs for every test run
+SCRATCH_NAME = "scratch"  # the run's own scratch directory inside its private /tmp; $TMPDIR points here
+# Where the bwrap and docker backends show the run's places and the gate's own directories (docs/architecture.md,
+# "Run model"). Names a test could read are plain: nothing tells it which tool watches.
+TREE_ROOT = "/workspace"  # the run's fresh tree is /workspace/<name>, the same path on both sides of a review
+GATE_ROOT = "/var/lib/pysite"
+HOOK_MOUNT = f"{GATE_ROOT}/site"  # the audit hook, the supervisor and the pytest plugin (read-only)
+AUDIT_MOUNT = f"{GATE_ROOT}/log"  # the append-only channel's FIFOs (read-only directory)
+RESULTS_MOUNT = f"{GATE_ROOT}/reports"  # the test runner's report files (writable; read back without following)
+OBJECTS_MOUNT = f"{GATE_ROOT}/objects"  # the repository's object store, which the tree's .git borrows (read-only)
+MPLCONFIGDIR_IN_SANDBOX = "/tmp/mplconfig"  # set by execution.envs for every test run
+# Files that hold credentials, wherever they are: opening one is evidence (the decoys live at some of them).
+CREDENTIAL = re.compile(
+    r"(?:^|/)\.(?:ssh|aws|azure|kube|gnupg)/|(?:^|/)\.(?:netrc|pypirc|git-credentials|pgpass)$"
+    r"|/\.docker/config\.json$|/\.config/(?:gcloud|gh)/|^/etc/(?:shadow|gshadow|sudoers)"
+    r"|(?:^|/)\.credentials(?:_rsaparams)?$|(?:^|/)\.runner$"
+)
 SPECIAL_MODE_BITS = stat.S_ISUID | stat.S_ISGID
 # importlib makes ``__pycache__`` and writes bytecode only through a temporary ``<name>.cpython-311.pyc.<id>``
 # renamed into place: a write of a final ``.pyc`` (or a rename) there is someone planting bytecode, not the import
@@ -77,6 +86,8 @@ class RunScope(BaseModel):
     read_only: list[str] = []  # the environment's paths, mounted read-only (a write there can only be an attempt)
     isolated_network: bool = True
     scratch_made: frozenset[str] = frozenset()  # scratch paths the run left behind: made by it (it started empty)
+    results: str = ""  # the directory the test runner writes its report files into (the run's own)
+    channel: str = ""  # the gate's channel directory: opening its FIFOs for writing is how records are made
 
 
 def inside(path: str, parent: str) -> bool:
@@ -94,7 +105,11 @@ def own_place(path: str, scope: RunScope) -> bool:
     """Inside the run's own worktree (not its git directory) or scratch directory."""
     if any(inside(path, git) for git in scope.git_dirs):
         return False
-    return inside(path, scope.worktree) or inside(path, scope.scratch)
+    return (
+        inside(path, scope.worktree)
+        or inside(path, scope.scratch)
+        or (bool(scope.results) and inside(path, scope.results))
+    )
 
 
 def named_entry(path: str, scope: RunScope, event: str = "write") -> NamedEntry | None:
@@ -107,6 +122,17 @@ def named_entry(path: str, scope: RunScope, event: str = "write") -> NamedEntry 
             return entry
         if event in ("mkdir", "created") and base.startswith(path.rstrip("/") + "/"):
             return entry
+    return None
+
+
+def named_read(path: str, scope: RunScope) -> tuple[str, str] | None:
+    """The named entry allowing a read of a credential location, as (name, why); None for every other one."""
+    if path == f"{scope.home.rstrip('/')}/.netrc":
+        why = (
+            "HTTP clients (requests, curl, urllib) read ~/.netrc for the credentials of a host they contact; the "
+            "read alone sends nothing, and a decoy's value anywhere in the run's output is still a leak"
+        )
+        return "netrc-lookup", why
     return None
 
 

@@ -1,10 +1,13 @@
-"""The `bwrap` backend (default where it works): bubblewrap with the host root read-only, the worktree the only
-writable host path, private HOME, /tmp and /dev/shm (host directories the oracle diffs afterwards), the host's /run
-hidden (daemon sockets), the repository's git directory read-only, no network, private
-pid/ipc/uts namespaces, no capabilities, a new session, and rlimits + a pids cgroup + a wall timeout around it.
-bwrap itself runs under strace (on the host, out of the sandbox's reach), which records every write the read-only
-mounts refused to any program; without strace this backend is unavailable (it would be blind to non-Python
-programs), never silently weaker.
+"""The `bwrap` backend (default where it works): bubblewrap with a minimal root — the host's system directories
+read-only (``/usr``, ``/etc`` with its password hashes masked, ``/opt``, ``/sys``, the merged-/usr links) and nothing
+else of the host: no home directories, no checkout, no ``/var``, no ``/run`` (daemon sockets) — plus the run's fresh
+places (`places.py`): its tree at ``/workspace/<name>`` (the tree's ``.git`` read-only), HOME over the host's home
+path, /tmp, /dev/shm, the report directory, the gate's hook and channel directories read-only, the repository's
+object store read-only. No network, private pid/ipc/uts namespaces, no capabilities, a new session, the root
+remounted read-only, and rlimits + a pids cgroup + a wall timeout around it.
+
+bwrap itself runs under strace (on the host, out of the sandbox's reach: `strace.py`); without strace this backend
+is unavailable (it would be blind to non-Python programs), never silently weaker.
 
 As root ``--cap-drop ALL`` is mandatory: measured here, without it a sandboxed root process can remount ``/``
 read-write."""
@@ -15,32 +18,43 @@ import functools
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 
+from cascade.sandbox.allowlist import AUDIT_MOUNT, HOOK_MOUNT, OBJECTS_MOUNT, RESULTS_MOUNT, TREE_ROOT
 from cascade.sandbox.base import Isolation, RunSpec
-from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, HostSandbox
-from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, exposed_git_dirs
+from cascade.sandbox.host import HostSandbox
+from cascade.sandbox.places import Layout, RunPlaces, system_sitecustomize
 from cascade.sandbox.strace import STRACE_FILE, probe_strace, traced
 
 NAMESPACE_FLAGS = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
 HARDENING_FLAGS = ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
 PROBE_TIMEOUT_SECONDS = 20
-
-
-# Where host daemons keep their sockets. A read-only bind does not stop connect() on a Unix socket (measured: curl
-# reached /var/run/docker.sock from inside, which is root on the host), so these are empty tmpfs in the sandbox;
-# strace records a connect to a socket path the run does not own, failed or not visible, as a side effect.
-DAEMON_SOCKET_DIRS = ("/run", "/var/run")
-
-
-def daemon_socket_mounts() -> list[str]:
-    """Fresh empty tmpfs over the host's run-time directories (a symlink to one of them needs nothing)."""
-    return [arg for d in DAEMON_SOCKET_DIRS if os.path.isdir(d) and not os.path.islink(d) for arg in ("--tmpfs", d)]
+# The host's system, read-only; every other top-level directory of the host stays out of the sandbox.
+SYSTEM_DIRS = ("usr", "etc", "opt", "sys", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "srv")
+MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # host secrets inside /etc: empty in the sandbox
 
 
 def host_home() -> str:
-    """The sandbox's private HOME is mounted over the real one, so code that hard-codes the path is caught too."""
+    """The private HOME is mounted over the real one's path, so code that hard-codes the path is caught too."""
     return pwd.getpwuid(os.getuid()).pw_dir or "/root"
+
+
+def system_mounts() -> list[str]:
+    """The host's system directories read-only (a symlink such as /bin -> usr/bin stays a symlink), masked secrets."""
+    args: list[str] = []
+    for name in sorted(os.listdir("/")):
+        path = f"/{name}"
+        if name not in SYSTEM_DIRS:
+            continue
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for secret in MASKED:
+        if os.path.isfile(secret) and not os.path.islink(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+    return args
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,7 +63,8 @@ def probe_bwrap() -> str | None:
     binary = shutil.which("bwrap")
     if binary is None:
         return "bubblewrap (bwrap) is not installed"
-    argv = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *NAMESPACE_FLAGS, *HARDENING_FLAGS]
+    argv = [binary, *system_mounts(), "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/", *NAMESPACE_FLAGS,
+            *HARDENING_FLAGS]  # fmt: skip
     try:
         proc = subprocess.run([*argv, "true"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -70,26 +85,33 @@ class BwrapSandbox(HostSandbox):
     def available(self) -> str | None:
         return probe_bwrap() or probe_strace()
 
-    def private_dirs(self, spec: RunSpec) -> PrivateDirs:
-        mounts = [*spec.read_only_paths, *exposed_git_dirs(spec.worktree), HOOK_MOUNT, AUDIT_MOUNT]
-        dirs = PrivateDirs(spec, mounts, home_in_sandbox=host_home(), tmp_in_sandbox="/tmp")
-        dirs.trace = dirs.root / STRACE_FILE  # on the host, outside every mount: the run cannot reach it
-        return dirs
+    def layout(self, spec: RunSpec) -> Layout:
+        return Layout(tree=f"{TREE_ROOT}/{spec.tree_name}", home=host_home(), tmp="/tmp", results=RESULTS_MOUNT,
+                      hook=HOOK_MOUNT, audit=AUDIT_MOUNT, objects=OBJECTS_MOUNT)  # fmt: skip
 
-    def hook_paths(self, dirs: PrivateDirs) -> tuple[str, str]:
-        return HOOK_MOUNT, f"{AUDIT_MOUNT}/{AUDIT_FILE}"
+    def read_only(self, spec: RunSpec, places: RunPlaces) -> list[str]:
+        return [*spec.read_only_paths, *(f"/{d}" for d in SYSTEM_DIRS)]
 
-    def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
-        # Order matters: later mounts land on top of earlier ones (the worktree may live under /tmp or HOME).
-        mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(dirs.shm), "/dev/shm"]
-        mounts += daemon_socket_mounts()
-        mounts += ["--bind", str(dirs.tmp), "/tmp", "--bind", str(dirs.home), dirs.home_in_sandbox]
-        # The audit directory read-only: its FIFO can be written, never deleted, truncated or replaced (channel.py).
-        mounts += ["--ro-bind", str(AUDIT_HOOK_DIR), HOOK_MOUNT, "--ro-bind", str(dirs.audit), AUDIT_MOUNT]
-        # The environment and the repository's git directory: visible, so tests and git work, but read-only.
-        for path in [*spec.read_only_paths, *exposed_git_dirs(spec.worktree)]:
+    def wrap(self, spec: RunSpec, places: RunPlaces) -> list[str]:
+        layout = places.layout
+        # Order matters: later mounts land on top of earlier ones (a venv may live under the host's HOME path).
+        mounts = [*system_mounts(), "--dev", "/dev", "--proc", "/proc", "--bind", str(places.shm), "/dev/shm"]
+        mounts += ["--bind", str(places.tmp), "/tmp", "--bind", str(places.home), layout.home]
+        for path in spec.read_only_paths:  # the test environment: visible, so tests run, but read-only
             mounts += ["--ro-bind", path, path]
-        mounts += ["--bind", spec.worktree, spec.worktree, "--chdir", spec.worktree]
+        mounts += ["--bind", str(places.tree), layout.tree]
+        if (places.tree / ".git").is_dir():  # the credential-free .git: visible to git, read-only
+            mounts += ["--ro-bind", str(places.tree / ".git"), f"{layout.tree}/.git"]
+        if places.skeleton is not None:
+            mounts += ["--ro-bind", places.skeleton.objects, layout.objects]
+        # The gate's own directories: the hook and the channel read-only (its FIFO can be written, never deleted,
+        # truncated or replaced: channel.py), the report directory writable (read back without following links).
+        mounts += ["--ro-bind", str(places.hook), layout.hook, "--ro-bind", str(places.audit), layout.audit]
+        for site in system_sitecustomize():  # the hook in a system Python started without PYTHONPATH too
+            mounts += ["--ro-bind", str(places.hook / "sitecustomize.py"), site]
+        mounts += ["--bind", str(places.results), layout.results, "--chdir", layout.tree, "--remount-ro", "/"]
+        mounts += ["--hostname", socket.gethostname()]
         bwrap = ["bwrap", *mounts, *NAMESPACE_FLAGS, *HARDENING_FLAGS, "--", *spec.argv]
-        # strace on the host, around bwrap: refused writes of every program of the run (strace.py).
-        return traced(bwrap, str(dirs.trace or dirs.root / STRACE_FILE))
+        # strace on the host, around bwrap: the witness outside the run's processes (strace.py).
+        places.trace = places.host_root / STRACE_FILE
+        return traced(bwrap, str(places.trace))

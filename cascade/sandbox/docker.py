@@ -1,8 +1,11 @@
 """The `docker` backend: a throw-away container of a locally built image (no registry is reachable; see
 docker/make-base-image.sh) with no network, no capabilities, ``no-new-privileges``, memory/pids/CPU/file-size
-limits and a non-root user. The worktree is bind-mounted at its host path; HOME and /tmp are private host
+limits, a non-root user and the host's hostname. The run's fresh places (`places.py`) are bind-mounted where the
+bwrap backend shows them too (the tree at ``/workspace/<name>``, its ``.git`` and the object store read-only, the
+gate's hook and channel directories read-only, the report directory writable); HOME and /tmp are private host
 directories (diffed afterwards like bwrap's), and ``container.diff()`` records every other change to the
-container's filesystem as side-effect evidence. The unprivileged user cannot change the image's system files, so
+container's filesystem as side-effect evidence. Output is streamed from the engine as it is written, kept as a
+bounded tail and counted (the engine stores no log). The unprivileged user cannot change the image's system files, so
 those writes are refused (EACCES) and leave no diff: strace, in the image and run around the supervisor, records
 them (an image without a working strace makes this backend unavailable).
 
@@ -23,26 +26,38 @@ import contextlib
 import functools
 import os
 import re
+import socket
+import threading
 import time
 from typing import Any
 
 import docker.errors
 import requests.exceptions
 from docker.models.containers import Container
-from docker.types import Ulimit
+from docker.types import LogConfig, Mount, Ulimit
 
 import docker
 from cascade.errors import ToolUnavailable
 from cascade.safety import SideEffect
+from cascade.sandbox.allowlist import AUDIT_MOUNT, GATE_ROOT, HOOK_MOUNT, OBJECTS_MOUNT, RESULTS_MOUNT, TREE_ROOT
 from cascade.sandbox.base import Isolation, RunResult, RunSpec
-from cascade.sandbox.host import AUDIT_MOUNT, HOOK_MOUNT, SYSTEM_PYTHON, audit_env, supervised
-from cascade.sandbox.oracle import AUDIT_FILE, AUDIT_HOOK_DIR, PrivateDirs, exposed_git_dirs
-from cascade.sandbox.process import DEFAULT_PATH, OUTPUT_LIMIT, scrubbed_env
-from cascade.sandbox.records import LIMIT_NAMES, deduplicate, docker_effects
+from cascade.sandbox.host import (
+    SYSTEM_PYTHON,
+    output_limit,
+    read_results,
+    result_of,
+    run_env,
+    scope_of,
+    supervised,
+)
+from cascade.sandbox.oracle import observe
+from cascade.sandbox.places import Layout, RunPlaces, system_sitecustomize
+from cascade.sandbox.process import DEFAULT_PATH, OUTPUT_LIMIT
+from cascade.sandbox.records import LIMIT_NAMES, docker_effects
 from cascade.sandbox.strace import traced
 
 DEFAULT_IMAGE = "cascade-base:bookworm"
-SANDBOX_HOME = "/home/sandbox"
+SANDBOX_HOME = "/home/dev"
 # Paths Docker itself writes into every container (the init binary, name resolution files): not the run's doing.
 DOCKER_OWN_PATHS = ["/usr/sbin/docker-init", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/dev", "/proc", "/sys"]
 NOBODY = 65534  # the unprivileged uid/gid the container runs as when the worktree belongs to root
@@ -92,22 +107,23 @@ class DockerSandbox:
             return f"docker image lookup failed: {exc.explanation or exc}"
         return probe_image_strace(self.image)
 
+    def layout(self, spec: RunSpec) -> Layout:
+        return Layout(tree=f"{TREE_ROOT}/{spec.tree_name}", home=SANDBOX_HOME, tmp="/tmp", results=RESULTS_MOUNT,
+                      hook=HOOK_MOUNT, audit=AUDIT_MOUNT, objects=OBJECTS_MOUNT)  # fmt: skip
+
     def run(self, spec: RunSpec) -> RunResult:
-        read_only = bound_read_only_paths([*spec.read_only_paths, *exposed_git_dirs(spec.worktree)])
-        mounts = [*read_only, HOOK_MOUNT, AUDIT_MOUNT]
-        dirs = PrivateDirs(spec, mounts, home_in_sandbox=SANDBOX_HOME, tmp_in_sandbox="/tmp")
-        owner = os.stat(spec.worktree)
+        read_only = bound_read_only_paths(spec.read_only_paths)
+        places = RunPlaces(spec, self.layout(spec), mounts=read_only)
+        owner = os.stat(places.tree)
         user = (owner.st_uid, owner.st_gid) if owner.st_uid != 0 else (NOBODY, NOBODY)
         try:
             if user != (owner.st_uid, owner.st_gid):
-                chown_tree(spec.worktree, *user)  # a root-owned worktree is lent to the unprivileged user
-            return self._run(spec, dirs, user, read_only)
+                places.lend_to(*user)  # a root-owned copy is lent to the unprivileged user (it is thrown away)
+            return self._run(spec, places, user, read_only)
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise ToolUnavailable(self.failure_message(spec, exc)) from None
         finally:
-            if user != (owner.st_uid, owner.st_gid):
-                chown_tree(spec.worktree, owner.st_uid, owner.st_gid)
-            dirs.cleanup()
+            places.cleanup()
 
     def failure_message(self, spec: RunSpec, exc: Exception) -> str:
         """One line: what failed and what to do about it."""
@@ -126,72 +142,80 @@ class DockerSandbox:
             why = "no such program in the image or its mounts"
         return f"docker could not start {program!r} in image {self.image}: {why} ({IMAGE_HINT}); {detail[:200]}"
 
-    def _run(self, spec: RunSpec, dirs: PrivateDirs, user: tuple[int, int], read_only: list[str]) -> RunResult:
-        env, dropped = scrubbed_env(spec.env, SANDBOX_HOME, dirs.scratch_in_sandbox)
+    def _run(self, spec: RunSpec, places: RunPlaces, user: tuple[int, int], read_only: list[str]) -> RunResult:
+        env, dropped = run_env(spec, places.layout)
         env["PATH"] = spec.env.get("PATH", DEFAULT_PATH)  # the image's PATH, not the host's
-        allowed = [spec.worktree, dirs.scratch_in_sandbox]
-        log = f"{AUDIT_MOUNT}/{AUDIT_FILE}"
-        env = audit_env(env, HOOK_MOUNT, log, allowed, dirs.git_dirs, dirs.scratch_in_sandbox)
         client = docker.from_env(timeout=max(60, int(spec.timeout_seconds) + 30))
         start = time.monotonic()
         # strace inside the container (a host process cannot trace what the engine starts), around the supervisor:
-        # refused writes of every program of the run, into an append-only channel (strace.py, channel.py).
-        argv = traced(supervised(SYSTEM_PYTHON, HOOK_MOUNT, spec.argv), f"{AUDIT_MOUNT}/{dirs.open_trace_channel()}",
+        # the witness outside the run's processes, into an append-only channel (strace.py, channel.py).
+        argv = traced(supervised(SYSTEM_PYTHON, places.layout, spec.argv), places.open_trace_channel(),
                       IMAGE_STRACE)  # fmt: skip
         container: Container = client.containers.create(
-            self.image, argv, **self.container_options(spec, dirs, env, user, read_only)
+            self.image, argv, **self.container_options(spec, places, env, user, read_only)
         )
         try:
+            output = StreamedOutput(container)
             container.start()
             exit_code, timed_out = wait_or_kill(container, spec.timeout_seconds)
             seconds = round(time.monotonic() - start, 3)
-            stderr = logs(container, stdout=False)
-            ignored = [spec.worktree, *read_only, "/tmp", SANDBOX_HOME, *DOCKER_OWN_PATHS]
-            effects = [
-                *dirs.side_effects(self.isolated_network, timed_out),
-                *docker_effects(container.diff() or [], ignored),
-                *oom_killed(container),
+            stdout, stderr = output.texts()
+            ignored = [
+                TREE_ROOT,
+                GATE_ROOT,
+                *read_only,
+                "/tmp",
+                SANDBOX_HOME,
+                *DOCKER_OWN_PATHS,
+                *system_sitecustomize(),
             ]
+            extra = [*docker_effects(container.diff() or [], ignored), *oom_killed(container),
+                     *output_limit(spec, output.total)]  # fmt: skip
             failure = INIT_EXEC_FAILURE.search(stderr) or SUPERVISOR_EXEC_FAILURE.search(stderr)
             init_failure = failure if exit_code == EXEC_FAILED_EXIT else None
-            if init_failure and not effects:
+            scope = scope_of(places, read_only, self.isolated_network)
+            seen = observe(places, scope, timed_out, stdout, stderr, read_results(places))
+            seen.effects += extra
+            if init_failure and not seen.effects:
                 # Docker's init could not exec the command, so nothing of the run happened. (A command that prints
                 # the same line after doing something has effects and is judged on them like any other run.)
                 raise ToolUnavailable(self.start_failure(spec, init_failure.group(0)))
-            return RunResult(
-                isolation="docker",
-                argv=list(spec.argv),
-                exit_code=None if timed_out else exit_code,
-                timed_out=timed_out,
-                stdout=logs(container, stdout=True),
-                stderr=stderr,
-                seconds=seconds,
-                side_effects=deduplicate(effects),
-                dropped_env=dropped,
-            )
+            return result_of("docker", spec, places, seen, exit_code=None if timed_out else exit_code,
+                             timed_out=timed_out, seconds=seconds, dropped_env=dropped)  # fmt: skip
         finally:
             with contextlib.suppress(docker.errors.DockerException):
                 container.remove(force=True)
 
     def container_options(
-        self, spec: RunSpec, dirs: PrivateDirs, env: dict[str, str], user: tuple[int, int], read_only: list[str]
+        self, spec: RunSpec, places: RunPlaces, env: dict[str, str], user: tuple[int, int], read_only: list[str]
     ) -> dict[str, Any]:
+        layout = places.layout
         volumes: dict[str, dict[str, str]] = {
-            str(dirs.tmp): {"bind": "/tmp", "mode": "rw"},
-            str(dirs.home): {"bind": SANDBOX_HOME, "mode": "rw"},
-            str(AUDIT_HOOK_DIR): {"bind": HOOK_MOUNT, "mode": "ro"},
-            str(dirs.audit): {"bind": AUDIT_MOUNT, "mode": "ro"},  # its FIFOs stay writable, nothing else (channel.py)
-            str(dirs.shm): {"bind": "/dev/shm", "mode": "rw"},  # replaces the container's own, so it can be diffed
-            spec.worktree: {"bind": spec.worktree, "mode": "rw"},
+            str(places.tmp): {"bind": "/tmp", "mode": "rw"},
+            str(places.home): {"bind": SANDBOX_HOME, "mode": "rw"},
+            str(places.shm): {"bind": "/dev/shm", "mode": "rw"},  # replaces the container's own, so it can be diffed
+            str(places.tree): {"bind": layout.tree, "mode": "rw"},
+            str(places.hook): {"bind": layout.hook, "mode": "ro"},
+            str(places.audit): {"bind": layout.audit, "mode": "ro"},  # its FIFOs stay writable, nothing else
+            str(places.results): {"bind": layout.results, "mode": "rw"},
         }
+        if (places.tree / ".git").is_dir():
+            volumes[str(places.tree / ".git")] = {"bind": f"{layout.tree}/.git", "mode": "ro"}
+        if places.skeleton is not None:
+            volumes[places.skeleton.objects] = {"bind": layout.objects, "mode": "ro"}
         for path in read_only:
             volumes[path] = {"bind": path, "mode": "ro"}
+        # the hook in a system Python started without PYTHONPATH too (one source mounted at several places)
+        hook_file = str(places.hook / "sitecustomize.py")
+        mounts = [Mount(target=site, source=hook_file, type="bind", read_only=True) for site in system_sitecustomize()]
         mib = 1024 * 1024
         return {
             "user": f"{user[0]}:{user[1]}",
-            "working_dir": spec.worktree,
+            "working_dir": layout.tree,
             "environment": env,
             "volumes": volumes,
+            "mounts": mounts,
+            "hostname": socket.gethostname(),
             "network_disabled": True,
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
@@ -203,9 +227,38 @@ class DockerSandbox:
                 Ulimit(name="fsize", soft=spec.file_size_mb * mib, hard=spec.file_size_mb * mib),
                 Ulimit(name="core", soft=0, hard=0),
             ],
+            "log_config": LogConfig(type="none"),  # output is streamed by StreamedOutput; the engine keeps none
             "init": True,  # a real pid 1 reaps orphans, so a fork storm cannot fill the table with zombies
             "detach": True,
         }
+
+
+class StreamedOutput:
+    """The container's stdout and stderr, attached before it starts and drained on a thread: the last
+    ``OUTPUT_LIMIT`` bytes of each are kept, the rest only counted."""
+
+    def __init__(self, container: Container) -> None:
+        self.total = 0
+        self._tails = {True: bytearray(), False: bytearray()}
+        self._stream = container.attach(stdout=True, stderr=True, stream=True, logs=False, demux=True)
+        self._thread = threading.Thread(target=self._drain, name="cascade-docker-output", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException, OSError,
+                                 ValueError):  # fmt: skip
+            for out, err in self._stream:
+                for is_out, chunk in ((True, out), (False, err)):
+                    if chunk:
+                        self.total += len(chunk)
+                        tail = self._tails[is_out]
+                        tail += chunk
+                        if len(tail) > 2 * OUTPUT_LIMIT:
+                            del tail[: len(tail) - OUTPUT_LIMIT]
+
+    def texts(self, wait: float = 10.0) -> tuple[str, str]:
+        self._thread.join(wait)
+        return tuple(bytes(self._tails[k][-OUTPUT_LIMIT:]).decode("utf-8", "replace") for k in (True, False))  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=8)
@@ -276,17 +329,3 @@ def wait_or_kill(container: Container, timeout: float) -> tuple[int | None, bool
         with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
             container.wait(timeout=30)
         return None, True
-
-
-def logs(container: Container, stdout: bool) -> str:
-    raw = container.logs(stdout=stdout, stderr=not stdout)
-    return raw.decode("utf-8", errors="replace")[-OUTPUT_LIMIT:]
-
-
-def chown_tree(root: str, uid: int, gid: int) -> None:
-    """chown without following symlinks (a link in the tree must not hand out a file outside it)."""
-    os.lchown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [*dirnames, *filenames]:
-            with contextlib.suppress(FileNotFoundError):
-                os.lchown(os.path.join(dirpath, name), uid, gid)

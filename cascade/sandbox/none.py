@@ -1,12 +1,13 @@
 """The `none` backend: no isolation at all, only an explicit opt-in (``sandbox.backend: none``); every result says
-``isolation: none``. It still scrubs the environment, applies the limits and the timeout, points HOME and TMPDIR at
-private directories and records side effects, so a report from it is comparable — but the host is not protected."""
+``isolation: none``. It still gives the run fresh places, scrubs the environment, applies the limits and the
+timeout, points HOME and TMPDIR at private directories and records side effects, so a report from it is comparable —
+but the host is not protected, and no strace witness runs."""
 
 from __future__ import annotations
 
 from cascade.sandbox.base import Isolation, RunSpec
 from cascade.sandbox.host import HostSandbox
-from cascade.sandbox.oracle import PrivateDirs
+from cascade.sandbox.places import RunPlaces
 
 
 class NoSandbox(HostSandbox):
@@ -19,8 +20,6 @@ class NoSandbox(HostSandbox):
     def available(self) -> str | None:
         return None
 
-    def private_dirs(self, spec: RunSpec) -> PrivateDirs:
-        return PrivateDirs(spec, spec.read_only_paths, home_in_sandbox=None, tmp_in_sandbox=None)
-
-    def wrap(self, spec: RunSpec, dirs: PrivateDirs) -> list[str]:
+    def wrap(self, spec: RunSpec, places: RunPlaces) -> list[str]:
+        places.notes.append("no sandbox: the run was not isolated and had no witness outside its processes")
         return list(spec.argv)

@@ -9,6 +9,7 @@ import re
 import resource
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from cascade.sandbox.base import RunSpec
 # Names that must never reach untrusted code, even when a caller asks for them through ``RunSpec.env``.
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-OUTPUT_LIMIT = 1_000_000  # characters of stdout/stderr kept per stream (the tail: that is where errors are)
+OUTPUT_LIMIT = 1_000_000  # bytes of stdout/stderr kept per stream (the tail: that is where errors are)
 KILL_GRACE_SECONDS = 5.0
 MIB = 1024 * 1024
 
@@ -34,6 +35,7 @@ class ProcessOutcome(BaseModel):
     stdout: str
     stderr: str
     seconds: float
+    output_bytes: int = 0
 
 
 def is_secret_name(name: str) -> bool:
@@ -41,7 +43,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def scrubbed_env(spec_env: dict[str, str], home: str, tmpdir: str) -> tuple[dict[str, str], list[str]]:
-    """Start from nothing: an allow-list, then the caller's extras minus secret-looking names (returned as dropped)."""
+    """Start from nothing: an allow-list, then the caller's extras minus secret-looking names (returned as dropped).
+    Nothing names the gate: a test cannot tell from its environment what watches it."""
     env = {
         "PATH": os.environ.get("PATH", DEFAULT_PATH),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
@@ -178,49 +181,69 @@ def limits_preexec(spec: RunSpec, cgroups: RunCgroups) -> Callable[[], None]:
     return apply
 
 
-def read_tail(path: Path) -> str:
-    with path.open("rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - OUTPUT_LIMIT))
-        return handle.read().decode("utf-8", errors="replace")
+class OutputTail:
+    """Drains one output pipe of the run on a host thread: keeps the last ``OUTPUT_LIMIT`` bytes, counts the rest, and
+    never holds more — a run printing gigabytes costs the host nothing but the count."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.total = 0
+        self._tail = bytearray()
+        self._thread = threading.Thread(target=self._drain, name="cascade-output", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.fd, 65536):
+                self.total += len(chunk)
+                self._tail += chunk
+                if len(self._tail) > 2 * OUTPUT_LIMIT:
+                    del self._tail[: len(self._tail) - OUTPUT_LIMIT]
+        os.close(self.fd)
+
+    def text(self, wait: float = KILL_GRACE_SECONDS) -> str:
+        """The kept tail (after the writers are gone; a writer that escaped the kill is not waited for long)."""
+        self._thread.join(wait)
+        return bytes(self._tail[-OUTPUT_LIMIT:]).decode("utf-8", errors="replace")
 
 
-def run_limited(argv: list[str], spec: RunSpec, env: dict[str, str], output_dir: Path) -> ProcessOutcome:
+def run_limited(argv: list[str], spec: RunSpec, env: dict[str, str], cwd: str) -> ProcessOutcome:
     """Run argv with rlimits in its own session and pids cgroup; on timeout kill the group and the cgroup.
 
-    Output goes to files, not pipes, so a grandchild that keeps a pipe open cannot hang the caller."""
+    Output is drained from pipes by host threads with a cap (`OutputTail`); every process of the run is killed at
+    its end (session and cgroup), so no grandchild keeps a pipe open past it."""
     cgroups = RunCgroups.create(spec.pids, spec.memory_mb * MIB)
-    out_path, err_path = output_dir / "stdout", output_dir / "stderr"
     start = time.monotonic()
     timed_out = False
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
     try:
-        with out_path.open("wb") as out, err_path.open("wb") as err:
+        try:
             proc = subprocess.Popen(
-                argv,
-                cwd=spec.worktree,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                preexec_fn=limits_preexec(spec, cgroups),
-            )
-            try:
-                proc.wait(timeout=spec.timeout_seconds)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            kill_group(proc.pid)
-            cgroups.kill_all()
-            exit_code = proc.wait(timeout=KILL_GRACE_SECONDS)
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out_write, stderr=err_write,
+                start_new_session=True, preexec_fn=limits_preexec(spec, cgroups),
+            )  # fmt: skip
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        tails = OutputTail(out_read), OutputTail(err_read)
+        try:
+            proc.wait(timeout=spec.timeout_seconds)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        kill_group(proc.pid)
+        cgroups.kill_all()
+        exit_code = proc.wait(timeout=KILL_GRACE_SECONDS)
     finally:
         cgroups.remove()
+    stdout, stderr = tails[0].text(), tails[1].text()
     return ProcessOutcome(
         exit_code=None if timed_out else exit_code,
         timed_out=timed_out,
-        stdout=read_tail(out_path),
-        stderr=read_tail(err_path),
+        stdout=stdout,
+        stderr=stderr,
         seconds=round(time.monotonic() - start, 3),
+        output_bytes=tails[0].total + tails[1].total,
     )
 
 

@@ -5,11 +5,12 @@ The snapshot side of the oracle, and the private directories those records are j
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cascade.safety import EffectKind, SideEffect, scan_command
 from cascade.sandbox.allowlist import (
@@ -19,9 +20,12 @@ from cascade.sandbox.allowlist import (
     is_entry_root,
     is_loopback,
     named_entry,
+    named_read,
     own_place,
     place_of,
 )
+from cascade.sandbox.attribution import Phases
+from cascade.sandbox.base import RunnerRecord
 
 MAX_EFFECTS_PER_SOURCE = 200
 
@@ -32,6 +36,7 @@ class AuditLog(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     records: list[dict[str, Any]] = []
+    reports: list[RunnerRecord] = []  # the test runner plugin's records (test boundaries, outcomes)
     bad_lines: list[str] = []  # lines that are not a JSON object: only a writer other than the hook makes them
     dropped_bytes: int = 0  # beyond the channel's cap
     complete: bool = True  # False when a writer held the channel open after the run
@@ -42,65 +47,108 @@ def read_audit_log(path: Path, dropped_bytes: int = 0, complete: bool = True) ->
     if not path.exists():
         return None
     log = AuditLog(dropped_bytes=dropped_bytes, complete=complete)
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if isinstance(record, dict):
-            log.records.append(record)
-        else:
-            log.bad_lines.append(line[:200])
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if line.strip():
+                _add(log, line)
     return log
 
 
-def audit_effects(log: AuditLog | None, scope: RunScope, timed_out: bool = False) -> list[SideEffect]:
+RUNNER_EVENTS = frozenset({"runner", "test_begin", "test_end", "outcome", "collect_error"})
+
+
+def _add(log: AuditLog, line: str) -> None:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict):
+        log.bad_lines.append(line[:200])
+    elif record.get("event") in RUNNER_EVENTS:
+        try:
+            log.reports.append(RunnerRecord.model_validate(record))
+        except ValidationError:
+            log.bad_lines.append(line[:200])
+    else:
+        log.records.append(record)
+
+
+def audit_effects(
+    log: AuditLog | None, scope: RunScope, timed_out: bool = False, phases: Phases | None = None
+) -> list[SideEffect]:
     """Every record is judged (a flood of allowed noise must not push a harmful one out of view); harmful records
-    come first, so the cap on how many are kept can only drop allowed ones or repeats."""
-    effects = [*log_integrity(log, timed_out)]
+    come first, so the cap on how many are kept can only drop allowed ones or repeats. Each is tagged with the test
+    that was running when it was made."""
+    phases = phases or Phases([])
+    effects = [e.model_copy(update={"test": phases.at(None)}) for e in log_integrity(log, timed_out)]
     records = log.records if log is not None else None
     # A scratch path deleted while it existed was the run's (deleting it again — a lock removed twice — is no
     # foreign deletion); so is one it left behind (unlink-then-create of a lock or symlink).
-    owned = scope.scratch_made | {
+    owned = scope.scratch_made | frozenset(
         str(r["path"]) for r in records or [] if r.get("event") == "delete" and r.get("scratch") and r.get("existed")
-    }
+    )
     for record in records or []:
-        event = record.get("event")
-        if record.get("scratch"):
-            effects += scratch_deletion(record, scope, owned)
-        elif event == "spawn":
-            effects.append(spawn_effect(record))
-        elif event == "network":
-            effects.append(network_effect(record, scope))
-        elif event == "read" and isinstance(record.get("path"), str):
-            effects.append(credential_read_effect(record["path"]))
-        elif event == "survivor":
-            effects.append(survivor_effect(record))
-        elif event == "limit":
-            effects.append(limit_effect(record))
-        elif event == "overflow":
-            effects.append(SideEffect(kind="other", target="audit log", source="audit_hook",
-                                      detail=f"process {record.get('pid')} made more than {record.get('limit')} "
-                                      "audited operations; the rest went unrecorded"))  # fmt: skip
-        elif isinstance(record.get("path"), str):
-            effect = path_effect(record, scope)
-            if effect is not None:
-                effects.append(effect)
+        t = record.get("t")
+        test = phases.at(t if isinstance(t, (int, float)) else None)
+        effects += [e.model_copy(update={"test": test}) for e in record_effects(record, scope, owned)]
     effects = deduplicate(effects)
     return sorted(effects, key=lambda e: e.benign)[: MAX_EFFECTS_PER_SOURCE * 5]
 
 
-def scratch_deletion(record: dict[str, Any], scope: RunScope, owned: frozenset[str] | set[str]) -> list[SideEffect]:
+def record_effects(record: dict[str, Any], scope: RunScope, owned: frozenset[str]) -> list[SideEffect]:
+    """One audit-log record judged by the allow-list (none when it is inside the run's own places)."""
+    event = record.get("event")
+    if record.get("scratch"):
+        return scratch_deletion(record, scope, owned)
+    if event == "spawn":
+        return [spawn_effect(record)]
+    if event == "network":
+        return [network_effect(record, scope)]
+    if event == "read" and isinstance(record.get("path"), str):
+        return [credential_read_effect(record["path"], scope)]
+    if event == "survivor":
+        return [survivor_effect(record)]
+    if event == "limit":
+        return [limit_effect(record)]
+    if event == "overflow":
+        return [tampering(f"process {record.get('pid')} made more than {record.get('limit')} audited operations; the "
+                          "rest went unrecorded")]  # fmt: skip
+    if isinstance(record.get("path"), str):
+        effect = path_effect(record, scope)
+        return [effect] if effect is not None else []
+    return []
+
+
+def scratch_deletion(record: dict[str, Any], scope: RunScope, owned: frozenset[str]) -> list[SideEffect]:
     """The scratch directory started empty: deleting a path there the run never made (or the directory itself)
-    aims at what, in a real machine's shared $TMPDIR, is someone else's."""
+    aims at what, in a real machine's shared $TMPDIR, is someone else's. Inside a top-level entry the run made
+    itself, a path that is already gone is the run's own too: a test runner cleaning up what it made earlier in the
+    same run (pytest renames a numbered directory, then removes the lock file under its old name)."""
     path = str(record.get("path"))
-    if path.rstrip("/") != scope.scratch.rstrip("/") and (record.get("existed") or path in owned):
+    if path.rstrip("/") == scope.scratch.rstrip("/"):
+        return [SideEffect(kind="file_delete", target=path, source="audit_hook",
+                           detail="deletion of the scratch directory ($TMPDIR) itself")]  # fmt: skip
+    if record.get("existed") or path in owned or (_top(path, scope) != path and _top(path, scope) in owned_tops(
+            owned, scope.scratch)):  # fmt: skip
         return []
     return [SideEffect(kind="file_delete", target=path, source="audit_hook",
                        detail="deletion of a path in the scratch directory ($TMPDIR) the run did not create: on a real "
                        "machine that is another process's file")]  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8)
+def owned_tops(owned: frozenset[str], scratch: str) -> frozenset[str]:
+    return frozenset(top_entry(p, scratch) for p in owned)
+
+
+def _top(path: str, scope: RunScope) -> str:
+    return top_entry(path, scope.scratch)
+
+
+def top_entry(path: str, scratch: str) -> str:
+    """The top-level entry of the scratch directory that ``path`` lies in (the path itself if it is one)."""
+    rest = path[len(scratch.rstrip("/")) + 1 :]
+    return f"{scratch.rstrip('/')}/{rest.split('/', 1)[0]}"
 
 
 def log_integrity(log: AuditLog | None, timed_out: bool) -> list[SideEffect]:
@@ -141,12 +189,16 @@ def log_integrity(log: AuditLog | None, timed_out: bool) -> list[SideEffect]:
     return effects
 
 
-def tampering(detail: str) -> SideEffect:
-    return SideEffect(kind="other", target="audit log", source="supervisor", detail=detail)
+def tampering(detail: str, target: str = "audit log", source: str = "supervisor") -> SideEffect:
+    return SideEffect(kind="tampering", target=target, source=source, detail=detail)
 
 
-def credential_read_effect(path: str) -> SideEffect:
+def credential_read_effect(path: str, scope: RunScope) -> SideEffect:
     """Reading is allowed, except a credential store: there sit the decoys, and opening one is theft in progress."""
+    entry = named_read(path, scope)
+    if entry is not None:
+        return SideEffect(kind="credential_read", target=path, source="audit_hook", benign=True,
+                          detail=f"read; allow-list entry '{entry[0]}': {entry[1]}")  # fmt: skip
     return SideEffect(
         kind="credential_read",
         target=path,
@@ -303,10 +355,11 @@ def is_ignored(path: str, ignored: list[str]) -> bool:
 
 
 def deduplicate(effects: list[SideEffect]) -> list[SideEffect]:
-    """One record per (kind, target, source, detail); a harmful record wins over a benign duplicate."""
-    chosen: dict[tuple[str, str, str, str], SideEffect] = {}
+    """One record per (kind, target, source, detail, test); a harmful record wins over a benign duplicate. Two tests
+    doing the same thing are two records: each is judged by whether its own test is the PR's."""
+    chosen: dict[tuple[str, str, str, str, str], SideEffect] = {}
     for effect in effects:
-        key = (effect.kind, effect.target, effect.source, effect.detail)
+        key = (effect.kind, effect.target, effect.source, effect.detail, effect.test)
         if key not in chosen or (chosen[key].benign and not effect.benign):
             chosen[key] = effect
     return list(chosen.values())

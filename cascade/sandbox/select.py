@@ -81,7 +81,7 @@ def get_sandbox(config: SandboxConfig) -> Sandbox:
     raise ToolUnavailable("no sandbox available — " + "; ".join(reasons) + hint)
 
 
-def run_spec(config: SandboxConfig, argv: list[str], worktree: str, **overrides: object) -> RunSpec:
+def run_spec(config: SandboxConfig, argv: list[str], tree: str, **overrides: object) -> RunSpec:
     """A RunSpec carrying the configured limits; keyword overrides (env, read_only_paths, timeout_seconds…) win."""
     limits: dict[str, object] = {
         "memory_mb": config.memory_mb,
@@ -89,5 +89,8 @@ def run_spec(config: SandboxConfig, argv: list[str], worktree: str, **overrides:
         "file_size_mb": config.file_size_mb,
         "pids": config.pids,
         "timeout_seconds": config.timeout_seconds,
+        "disk_mb": config.disk_mb,
+        "inodes": config.inodes,
+        "output_cap_mb": config.output_mb,
     }
-    return RunSpec.model_validate({"argv": argv, "worktree": worktree, **limits, **overrides})
+    return RunSpec.model_validate({"argv": argv, "tree": tree, **limits, **overrides})

@@ -16,6 +16,7 @@ from cascade.errors import BadInput
 from cascade.probesources import PROBE_SOURCES
 from cascade.sandbox.select import backend_choices
 from cascade.stages.base import Stage
+from cascade.stages.evasion import EvasionStage
 from cascade.stages.hygiene import HygieneStage
 from cascade.stages.injection import InjectionStage
 from cascade.stages.no_change import NoChangeStage
@@ -28,12 +29,22 @@ STAGES: dict[str, Callable[..., Stage]] = {
     "no_change": NoChangeStage,
     "hygiene": HygieneStage,
     "injection": InjectionStage,  # never decides; caps an accept at uncertain (cascade.pipeline.cap_accept)
+    "evasion": EvasionStage,  # never decides; code that looks for its watcher caps an accept at uncertain too
     "trace_scan": TraceScanStage,  # needs no checkout and runs nothing: right after no_change
     "static": StaticStage,
     "probes": ProbesStage,
     "reviewer": ReviewerStage,  # last: skipped (and says so) when no llm.model is configured
 }
-GATE = ("no_change", "hygiene", "injection", "trace_scan", "static", "probes", "reviewer")  # what `cascade review` runs
+GATE = (
+    "no_change",
+    "hygiene",
+    "injection",
+    "evasion",
+    "trace_scan",
+    "static",
+    "probes",
+    "reviewer",
+)  # what `cascade review` runs
 
 
 def make_stage(name: str, **options: Any) -> Stage:

@@ -17,10 +17,15 @@ Two grounded checks over the files the patch adds (new files and rename targets)
 Binary files elsewhere (images, fonts and other assets under docs or package data) are fine; every binary file is
 listed as evidence, since the text part is what the other stages review. With ``hygiene.reject_artifacts`` off
 the findings are evidence only.
+
+A symbolic link the patch adds that points out of the repository always rejects, whatever that setting: every later
+stage reads the patched tree (the static checkers open the changed files), so such a link would make the gate read a
+file of the host it runs on and could quote it in the report (docs/architecture.md, "Run model").
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
@@ -30,6 +35,7 @@ from cascade.git import run_git
 from cascade.models import (
     ArtifactFinding,
     BinaryFilesNote,
+    EscapingLinksDetails,
     Evidence,
     EvidenceKind,
     HygieneDetails,
@@ -199,6 +205,20 @@ def hygiene_findings(patch: Patch, base: Path | None) -> tuple[list[ArtifactFind
     return found, error
 
 
+def escaping_links(patch: Patch, patched: Path) -> list[str]:
+    """``path -> target`` of every symbolic link the patch adds or changes whose target leaves the repository."""
+    found: list[str] = []
+    for changed in patch.files:
+        path = changed.target_path
+        if not path or not (patched / path).is_symlink():
+            continue
+        target = os.readlink(patched / path)
+        resolved = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        if os.path.isabs(target) or resolved == ".." or resolved.startswith("../"):
+            found.append(f"{path} -> {target}")
+    return found
+
+
 class HygieneStage:
     name = "hygiene"
     needs_sandbox = False
@@ -206,6 +226,17 @@ class HygieneStage:
 
     def run(self, ctx: ReviewContext) -> StageResult:
         workspace = ctx.workspace
+        links = escaping_links(ctx.patch, Path(workspace.patched_dir)) if workspace else []
+        if links:
+            summary = f"the patch adds a symbolic link that leaves the repository: {'; '.join(links[:5])}"
+            link = Evidence(
+                kind=EvidenceKind.HYGIENE,
+                grounded=True,
+                summary=summary,
+                details=EscapingLinksDetails(links=links),
+                commands=["git diff --summary BASE | grep 'mode 120000'"],
+            )
+            return StageResult(stage=self.name, outcome=Outcome.REJECT, reason=summary, evidence=[link])
         found, not_run = hygiene_findings(ctx.patch, workspace.base_dir if workspace else None)
         evidence: list[Evidence] = []
         binaries = [f.path for f in ctx.patch.binary_files]

@@ -1,10 +1,16 @@
-"""Loaded by every sandboxed Python through PYTHONPATH: a `sys.addaudithook` that appends one JSON line per
+"""Loaded by every sandboxed Python — through PYTHONPATH, and through a ``.pth`` line in the test environment for
+an interpreter started with a clean environment or ``-I`` — a `sys.addaudithook` that appends one JSON line per
 write-open or file-system change outside the run's own places, read-open of a credential file, subprocess spawn,
-socket connect or name lookup to $CASCADE_AUDIT_LOG. The side-effect oracle reads the log after the run
-and judges each record against the allow-list (``cascade/sandbox/allowlist.py``).
+socket connect or name lookup to the run's audit channel. The side-effect oracle reads the log after the run
+and judges each record against the allow-list (``cascade/sandbox/allowlist.py``). Its settings are in
+``config.json`` beside this file (read-only in the sandbox): no variable in the run's environment names it.
 
-The run's own places ($CASCADE_AUDIT_ALLOW: its worktree and scratch directory) are not logged, except what lies in
-$CASCADE_AUDIT_DENY inside them (the worktree's ``.git``) and a setuid/setgid chmod or a chown, logged anywhere (the
+Every record carries the wall-clock time it was made, so the oracle can tell which test made it. On start the hook
+tries to open ``<hello><pid>`` (which never exists): the outside witness (strace) sees that attempt, so a Python
+process it saw start that never made it ran without this hook.
+
+The run's own places (``allow``: its worktree and scratch directory) are not logged, except what lies in ``deny``
+inside them (the worktree's ``.git``) and a setuid/setgid chmod or a chown, logged anywhere (the
 oracle judges them: a setuid bit is harmful anywhere, a chown of the run's own files is a named benign entry).
 A path is checked as written and with symlinks resolved, so a link in the worktree does not launder a write into the
 git directory. A connect to a loopback address records whether anything in the sandbox listens on that port: inside
@@ -15,21 +21,22 @@ opens files). It is evidence, not a boundary: the sandbox is what contains the e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
+import time
 
-_LOG_ENV = "CASCADE_AUDIT_LOG"
-_ALLOW_ENV = "CASCADE_AUDIT_ALLOW"
-_DENY_ENV = "CASCADE_AUDIT_DENY"
-_SCRATCH_ENV = "CASCADE_AUDIT_SCRATCH"
+# Beside this file, or — when the sandbox mounted it over the system interpreter's own sitecustomize (Debian's
+# /etc/python3.X/sitecustomize.py) — where the sandbox shows the gate's hook directory (allowlist.HOOK_MOUNT).
+_CONFIGS = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.json"), "/var/lib/pysite/site/config.json")
 _SPECIAL_BITS = 0o6000  # setuid, setgid
 # Files that hold credentials: reading one from a test is evidence even when nothing is written.
 _CREDENTIAL = re.compile(
     r"(?:^|/)\.(?:ssh|aws|azure|kube|gnupg)/|(?:^|/)\.(?:netrc|pypirc|git-credentials|pgpass)$"
-    r"|/\.docker/config\.json$"
-    r"|/\.config/(?:gcloud|gh)/|^/etc/(?:shadow|gshadow|sudoers)"
+    r"|/\.docker/config\.json$|/\.config/(?:gcloud|gh)/|^/etc/(?:shadow|gshadow|sudoers)"
+    r"|(?:^|/)\.credentials(?:_rsaparams)?$|(?:^|/)\.runner$"
 )
 _PROC_NET = {1: ("/proc/net/tcp", "/proc/net/tcp6"), 2: ("/proc/net/udp", "/proc/net/udp6")}
 _LISTEN_STATES = {"0A", "07"}  # TCP LISTEN; UDP unconnected (bound)
@@ -78,8 +85,16 @@ def _text(value: object) -> str | None:
 
 
 class _Recorder:
-    def __init__(self, fd: int, allowed: tuple[str, ...], denied: tuple[str, ...], scratch: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        fd: int,
+        allowed: tuple[str, ...],
+        denied: tuple[str, ...],
+        scratch: tuple[str, ...],
+        quiet: tuple[str, ...] = (),
+    ) -> None:
         self.fd = fd
+        self.quiet = _QUIET_PATHS + quiet
         self.allowed = allowed
         self.denied = denied
         self.scratch = scratch
@@ -98,7 +113,7 @@ class _Recorder:
 
     def outside(self, path: str) -> bool:
         """Not in the run's own places, judged on the path as written and with symlinks resolved."""
-        if path.startswith(_QUIET_PATHS):
+        if path.startswith(self.quiet):
             return False
         for candidate in (path, os.path.realpath(path)):
             probe = candidate.rstrip("/") + "/"
@@ -113,6 +128,7 @@ class _Recorder:
         if self.lines > _MAX_LINES:  # say so once: what follows goes unrecorded, which the oracle counts against it
             record = {"event": "overflow", "limit": _MAX_LINES}
         record["pid"] = os.getpid()
+        record["t"] = time.time()
         try:
             os.write(self.fd, _line(record))
         except OSError:
@@ -241,23 +257,33 @@ def _listening(port: int, sock_type: object) -> bool:
     return False
 
 
-def _prefixes(name: str) -> tuple[str, ...]:
+def _prefixes(values: list[str]) -> tuple[str, ...]:
     """The listed paths as written and resolved (a worktree reached through a symlink matches both ways)."""
-    values = [p for p in os.environ.get(name, "").split(os.pathsep) if p]
-    paths = {os.path.normpath(p) for p in values} | {os.path.realpath(p) for p in values}
+    paths = {os.path.normpath(p) for p in values if p} | {os.path.realpath(p) for p in values if p}
     return tuple(sorted(p.rstrip("/") + "/" for p in paths))
 
 
 def _install() -> None:
-    log_path = os.environ.get(_LOG_ENV)
-    if not log_path:
-        return
+    config: dict = {}
+    for path in _CONFIGS:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                config = json.load(handle)
+            break
+        except (OSError, ValueError):
+            continue
     try:
-        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError:
+        fd = os.open(config["log"], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except (OSError, KeyError, TypeError):
         return
-    allowed, denied, scratch = _prefixes(_ALLOW_ENV), _prefixes(_DENY_ENV), _prefixes(_SCRATCH_ENV)
-    sys.addaudithook(_Recorder(fd, allowed, denied, scratch))
+    with_hello = str(config.get("hello", ""))
+    if with_hello:  # never exists: only the attempt matters, for the witness outside (strace) to see
+        with contextlib.suppress(OSError):
+            os.close(os.open(with_hello + str(os.getpid()), os.O_RDONLY | os.O_CLOEXEC))
+    allowed, denied = _prefixes(list(config.get("allow", []))), _prefixes(list(config.get("deny", [])))
+    scratch = _prefixes([str(config.get("scratch", ""))])
+    quiet = _prefixes(list(config.get("quiet", [])))
+    sys.addaudithook(_Recorder(fd, allowed, denied, scratch, quiet))
 
 
 _install()

@@ -54,6 +54,20 @@ class Findings(BaseModel):
     rejects: list[str] = Field(default_factory=list)
     accepts: list[str] = Field(default_factory=list)
     side_effects: list[SideEffect] = Field(default_factory=list)
+    tests_ran: int = Field(default=0, description="Tests that got to judge code (passed or failed behaviourally).")
+    first_cause: str | None = Field(default=None, description="Why the first run that judged nothing did not.")
+    notes: list[str] = Field(default_factory=list, description="How runs were weaker than asked (never silent).")
+
+    def note_run(self, run: PytestRun) -> None:
+        """Count what a run judged; remember why the first run that judged nothing did not."""
+        judged = sum(t.status in ("pass", "behavioural_fail") for t in run.tests)
+        self.tests_ran += judged
+        if not judged and self.first_cause is None:
+            errors = [t for t in run.tests if t.status == "setup_error"]
+            self.first_cause = run.run_error or (
+                f"{errors[0].reason} in {errors[0].test_id}" if errors else "no test collected"
+            )
+        self.notes += [n for n in run.result.notes if n not in self.notes]
 
     def add(self, judgement: Judgement, reject_first: bool = False) -> None:
         self.evidence.append(judgement.evidence)
@@ -176,9 +190,10 @@ def probe(
     policy: ProbesConfig,
 ) -> Judgement:
     """A kept probe test's run on the patched tree (``run``, with coverage of the ``changed`` lines)."""
-    hit = {str(p): sorted(executed_lines(run, p) & lines) for p, lines in changed.items()}
-    hit = {p: lines for p, lines in hit.items() if lines}
-    rel_hit = {str(Path(p).relative_to(patched)): lines for p, lines in hit.items()}
+    relative = {str(p.relative_to(patched)): lines for p, lines in changed.items()}
+    hit = {p: sorted(executed_lines(run, p) & lines) for p, lines in relative.items()}
+    rel_hit = {p: lines for p, lines in hit.items() if lines}
+    hit = rel_hit
     result = run.by_id().get(base_test.test_id)
     label = f"probe {base_test.test_id} ({cand.origin})"
     if not hit and policy.require_coverage_of_change:
@@ -234,14 +249,19 @@ def side_effects(effects: list[SideEffect]) -> Judgement | None:
 
 
 def decide(stage: str, findings: Findings, seconds: float) -> StageResult:
+    """Reject, accept, or — when no test got to judge any code — inconclusive (never a pass that ran nothing)."""
     if findings.rejects:
         outcome, reason = Outcome.REJECT, findings.rejects[0]
     elif findings.accepts:
         outcome, reason = Outcome.ACCEPT, findings.accepts[0]
+    elif not findings.tests_ran:
+        outcome = Outcome.INCONCLUSIVE
+        reason = f"no test could run: {findings.first_cause or 'no existing test near the change and no probe'}"
     else:
         outcome = Outcome.PASS
         probes = sum(e.kind == EvidenceKind.PROBE for e in findings.evidence)
         reason = f"no patch-caused failure found ({probes} probe result(s))"
-    result = StageResult(stage=stage, outcome=outcome, reason=reason, evidence=findings.evidence)
+    result = StageResult(stage=stage, outcome=outcome, reason=reason, evidence=findings.evidence,
+                         limitations=list(findings.notes))  # fmt: skip
     result.cost.seconds = round(seconds, 3)
     return result

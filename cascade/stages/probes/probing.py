@@ -9,8 +9,9 @@ from cascade.execution.runner import TestResult
 from cascade.models import Patch
 from cascade.probesources.base import ProbeCandidate, ProbeFeedback, ProbeSource
 from cascade.stages.probes import judging
+from cascade.stages.probes.attribution import TouchedTests
 from cascade.stages.probes.changes import test_name, touched_test_names
-from cascade.stages.probes.session import Session, placed
+from cascade.stages.probes.session import Session
 
 MAX_KEPT_TESTS = 5  # per probe file: each kept test runs alone on the patched tree (per-test coverage)
 
@@ -43,26 +44,25 @@ def _run_source(session: Session, ctx: ReviewContext, source: ProbeSource) -> No
 def _try_candidate(session: Session, patch: Patch, cand: ProbeCandidate, own: bool) -> ProbeFeedback:
     # A probe that is not the patch's own code (the example, the agent's script, a generated test) may do
     # things by itself (sns.load_dataset downloads): what it does on base too is the probe's doing, not the patch's.
-    with placed(session.base, cand.path, cand.content):
-        base_run = session.pytest(session.base, [cand.path], count_effects=own)
-    baseline = {(e.kind, e.target) for e in base_run.result.side_effects}
+    # The PR's own tests are its code: what the tests it touched do counts on both trees (attribution.py).
+    placed = {cand.path: cand.content}
+    touched = TouchedTests(session.base, placed, {cand.path} if own else set())
+    base_run = session.pytest(session.base, [cand.path], place=placed)
     tests = [t for t in base_run.tests if t.test_id.startswith(cand.path)] or base_run.tests
     if own:
         tests = _tests_the_pr_touched(session, patch, cand.path, tests)
     kept = [t for t in tests if t.status == "behavioural_fail"][:MAX_KEPT_TESTS]
     if base_run.run_error or not kept:
+        session.attribute(base_run, None, touched)
         feedback, note = judging.not_kept(cand, base_run, tests)
         session.findings.add(note)
         return feedback
     session.info(f"probe {cand.name} ({cand.origin}): {len(kept)} test(s) fail behaviourally on base", base_run)
-    with placed(session.patched, cand.path, cand.content):
-        for test in kept:
-            run = session.pytest(session.patched, [test.test_id], coverage=True, count_effects=own)
-            if not own:
-                added = [e for e in run.result.side_effects if (e.kind, e.target) not in baseline]
-                session.note_side_effects(added, session.patched)
-            policy = session.config.probes
-            session.findings.add(judging.probe(cand, test, base_run, run, session.changed, session.patched, policy))
+    for index, test in enumerate(kept):
+        run = session.pytest(session.patched, [test.test_id], coverage=True, place=placed)
+        session.attribute(base_run, run, touched, judge_base=index == 0)
+        policy = session.config.probes
+        session.findings.add(judging.probe(cand, test, base_run, run, session.changed, session.patched, policy))
     return ProbeFeedback(candidate=cand, outcome="behavioural_fail", message="kept: fails behaviourally on base")
 
 

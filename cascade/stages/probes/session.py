@@ -1,22 +1,22 @@
-"""One Stage-2 run session: the two trees, the sandbox and environment, every pytest run and what it touched.
+"""One Stage-2 run session: the two pristine trees, the sandbox and environment, every pytest run and whose doing its
+records are.
 
-It runs and records; what the runs mean is `judging.py`'s job. Files are placed in a tree only for the duration
-of a run and restored afterwards, so the trees stay what the workspace made them.
+It runs and records; what the runs mean is `judging.py`'s job. Every run gets a fresh copy of a pristine tree with the
+files placed for it (`sandbox/places.py`): the workspace's trees are never given to a run, so nothing a run left can
+be seen by a later run, nor reached by the host through them (docs/architecture.md, "Run model").
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from cascade.config import CascadeConfig
 from cascade.execution.envs import Environment
-from cascade.execution.runner import WORK_DIR, PytestRun, run_pytest
+from cascade.execution.runner import PytestRun, run_pytest
 from cascade.safety import SideEffect
 from cascade.sandbox.base import Sandbox
-from cascade.stages.probes import judging
+from cascade.stages.probes import attribution, judging
+from cascade.stages.probes.hooks import HookFinding
 from cascade.stages.probes.judging import Findings
 
 
@@ -29,10 +29,13 @@ class Session:
         base: Path,
         patched: Path,
         changed: dict[Path, set[int]],
+        tree_name: str = "project",
     ) -> None:
         self.config, self.sandbox, self.env = config, sandbox, env
         self.base, self.patched = base, patched
         self.changed = changed  # patched-tree file → lines a probe must execute (changes.changed_lines)
+        self.tree_name = tree_name
+        self.pr_hooks: list[HookFinding] = []  # outcome-changing pytest hooks the PR added or changed (hooks.py)
         self.findings = Findings()
         self._runs = 0
 
@@ -43,35 +46,45 @@ class Session:
         coverage: bool = False,
         whole_files: bool = False,
         timeout: float | None = None,
-        count_effects: bool = True,
+        place: dict[str, str] | None = None,
     ) -> PytestRun:
-        """One sandboxed run. Whole nearby test files get the sandbox's wall time; a probe gets the probe timeout.
-        Its side effects are findings unless ``count_effects`` is False (the caller attributes them itself)."""
+        """One sandboxed run in a fresh copy of ``tree`` with ``place`` written into it. Whole nearby test files get
+        the sandbox's wall time; a probe gets the probe timeout. Its records are judged by the caller, paired with the
+        run of the same tests on the other tree (`attribute`)."""
         self._runs += 1
-        side = "base" if tree == self.base else "patched"
         cfg = self.config
         run = run_pytest(
             self.sandbox,
             self.env,
             tree,
             targets,
-            tag=f"{side}-{self._runs}",
+            tag=f"{'base' if tree == self.base else 'patched'}-{self._runs}",
             timeout_seconds=timeout or (cfg.sandbox.timeout_seconds if whole_files else cfg.probes.timeout_seconds),
             limits={
                 "memory_mb": cfg.sandbox.memory_mb,
                 "cpu_seconds": cfg.sandbox.cpu_seconds,
                 "file_size_mb": cfg.sandbox.file_size_mb,
                 "pids": cfg.sandbox.pids,
+                "disk_mb": cfg.sandbox.disk_mb,
+                "inodes": cfg.sandbox.inodes,
+                "output_cap_mb": cfg.sandbox.output_mb,
             },
-            coverage_include=[str(p) for p in self.changed] if coverage else None,
+            coverage_include=[str(p.relative_to(self.patched)) for p in self.changed] if coverage else None,
+            place=place,
+            tree_name=self.tree_name,
         )
-        if count_effects:
-            self.note_side_effects(run.result.side_effects, tree)
+        self.findings.note_run(run)
         return run
 
-    def note_side_effects(self, effects: list[SideEffect], tree: Path) -> None:
-        """Every record, allowed ones too: the oracle already judged them against the allow-list (the worktree's
-        own files are no records; its git directory and leaks into it are)."""
+    def attribute(
+        self, base: PytestRun | None, patched: PytestRun | None, touched: attribution.Touched, judge_base: bool = True
+    ) -> None:
+        """Record the side effects of a base run and the patched run of the same tests: the patch's count, what an
+        untouched test also did on base is kept as allowed context."""
+        counted, allowed = attribution.split(base, patched, touched, judge_base)
+        self.note_side_effects([*counted, *allowed])
+
+    def note_side_effects(self, effects: list[SideEffect]) -> None:
         seen = set(self.findings.side_effects)
         for effect in effects:
             if effect not in seen:
@@ -80,34 +93,3 @@ class Session:
 
     def info(self, summary: str, *runs: PytestRun) -> None:
         self.findings.add(judging.info(summary, *runs))
-
-    def cleanup(self) -> None:
-        for tree in (self.base, self.patched):
-            shutil.rmtree(tree / WORK_DIR, ignore_errors=True)
-
-
-@contextmanager
-def placed(tree: Path, rel: str, content: str) -> Iterator[None]:
-    """Write ``content`` at ``tree/rel`` for the duration, then restore what was there (or remove it)."""
-    path = tree / rel
-    before = path.read_bytes() if path.is_file() else None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
-    try:
-        yield
-    finally:
-        if before is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(before)
-
-
-@contextmanager
-def placed_many(tree: Path, files: dict[str, str]) -> Iterator[None]:
-    if not files:
-        yield
-        return
-    rel, content = next(iter(files.items()))
-    rest = {k: v for k, v in files.items() if k != rel}
-    with placed(tree, rel, content), placed_many(tree, rest):
-        yield

@@ -18,6 +18,7 @@ from cascade.sandbox.base import Sandbox
 from cascade.stages.probes import judging
 from cascade.stages.probes.changes import changed_lines
 from cascade.stages.probes.environment import make_environment, make_sandbox, prepare_extensions
+from cascade.stages.probes.hooks import pr_hooks
 from cascade.stages.probes.probing import run_probes
 from cascade.stages.probes.regression import check_regressions
 from cascade.stages.probes.session import Session
@@ -51,21 +52,25 @@ class ProbesStage:
             built = prepare_extensions(ctx.config, env, base, patched, [f.path for f in ctx.patch.files])
         except CascadeError as exc:
             return StageResult.skipped(self.name, f"no execution environment: {exc}")
-        session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched))
+        name = Path(ctx.request.repo).resolve().name or "project"
+        session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched), name)
         summary = f"ran in sandbox '{sandbox.isolation}' with {env.description}"
         details = SandboxSetup(isolation=sandbox.isolation, python=env.python_version)
         setup = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
         session.findings.evidence.append(setup)
         if built:
             session.findings.evidence.append(Evidence(kind=EvidenceKind.INFO, grounded=False, summary=built))
-        try:
-            if ctx.config.probes.regression:
-                check_regressions(session, ctx.patch, self.max_regression_files)
-            sources = self._sources if self._sources is not None else default_probe_sources(ctx.config)
-            if not session.findings.rejects or ctx.config.probes.exhaustive:
-                run_probes(session, ctx, sources)
-        finally:
-            session.cleanup()
+        session.pr_hooks = pr_hooks(ctx.patch, base, patched)
+        if session.pr_hooks:
+            named = "; ".join(h.describe() for h in session.pr_hooks)
+            summary = (f"the PR adds or changes pytest hooks that can rewrite reports, outcomes, skips or collection: "
+                       f"{named} (regressions are also checked without them)")  # fmt: skip
+            session.findings.evidence.append(Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary))
+        if ctx.config.probes.regression:
+            check_regressions(session, ctx.patch, self.max_regression_files)
+        sources = self._sources if self._sources is not None else default_probe_sources(ctx.config)
+        if not session.findings.rejects or ctx.config.probes.exhaustive:
+            run_probes(session, ctx, sources)
         effects = judging.side_effects(session.findings.side_effects)
         if effects:
             session.findings.add(effects, reject_first=True)

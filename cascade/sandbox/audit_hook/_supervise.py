@@ -1,4 +1,5 @@
-"""Runs the test command inside the sandbox and reports to $CASCADE_AUDIT_LOG what only the inside can see:
+"""Runs the test command inside the sandbox and reports to the run's audit channel (named in ``config.json`` beside
+this file) what only the inside can see:
 
 * processes still alive when the command returned (a double fork, a ``setsid`` daemon): the supervisor is a child
   subreaper, so every orphan of the run is re-parented to it; after a short grace for processes that are exiting
@@ -22,6 +23,8 @@ import subprocess
 import sys
 import time
 
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.json")
+
 PR_SET_CHILD_SUBREAPER = 36
 REFUSED_EXIT = 125  # as `env` and `timeout` report "could not run the command"
 GRACE_SECONDS = 2.0
@@ -37,9 +40,9 @@ class Log:
     def __init__(self, path: str | None) -> None:
         self.fd: int | None = None
         self.error = ""
-        if path:
+        if path is not None:
             try:
-                self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             except OSError as exc:
                 self.error = str(exc)
 
@@ -50,7 +53,8 @@ class Log:
         if self.fd is None:
             return True
         try:
-            os.write(self.fd, (json.dumps({"event": "run_start", "pid": os.getpid()}) + "\n").encode())
+            record = {"event": "run_start", "pid": os.getpid(), "t": time.time()}
+            os.write(self.fd, (json.dumps(record) + "\n").encode())
         except OSError as exc:
             self.error = str(exc)
             return False
@@ -60,6 +64,7 @@ class Log:
         if self.fd is None:
             return
         record["pid"] = os.getpid()
+        record["t"] = time.time()
         with contextlib.suppress(OSError):
             os.write(self.fd, (json.dumps(record) + "\n").encode("utf-8", "replace"))
 
@@ -164,8 +169,17 @@ def note_signal(log: Log, status: int, what: str) -> None:
         log.emit({"event": "limit", "limit": LIMIT_SIGNALS[os.WTERMSIG(status)], "count": 1, "what": what})
 
 
+def log_path() -> str:
+    """The channel named by the run's configuration; "" when it names none (then nothing may run)."""
+    try:
+        with open(CONFIG, encoding="utf-8") as handle:
+            return str(json.load(handle)["log"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
 def main(argv: list[str]) -> int:
-    log = Log(os.environ.get("CASCADE_AUDIT_LOG"))
+    log = Log(log_path())
     if not log.start():  # an unlogged run would be judged blind: refuse it, the gate sees no result and no record
         sys.stderr.write(f"cascade supervisor: cannot write the audit channel: {log.error}\n")
         return REFUSED_EXIT

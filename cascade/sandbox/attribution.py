@@ -1,0 +1,51 @@
+"""Which test made a record: the gate's pytest plugin marks each test's begin and end in the run's channel with the
+wall-clock time, and every witness stamps its records with the same clock (the audit hook and supervisor with
+``time.time()``, strace with ``-ttt``, a file left behind with its mtime). A record made between a test's begin and
+end belongs to that test — whatever process made it, so a test's children and helpers count as the test; outside
+every test it belongs to ``session`` (collection, session start-up, the runner's own work).
+
+Judging uses it to tell a patch's doing from what an unchanged test always did (`stages/probes/attribution.py`)."""
+
+from __future__ import annotations
+
+import bisect
+
+from cascade.sandbox.base import RunnerRecord
+
+SESSION = "session"
+
+
+class Phases:
+    """The test intervals of one run, from the plugin records of its pytest process."""
+
+    def __init__(self, reports: list[RunnerRecord]) -> None:
+        starts = [r for r in reports if r.event == "runner" and r.phase == "start"]
+        self.active = bool(starts)
+        main = starts[0].pid if starts else None
+        self.begins: list[float] = []
+        self.intervals: list[tuple[float, float, str]] = []
+        open_tests: dict[str, float] = {}
+        for record in reports:
+            if record.pid != main:
+                continue
+            if record.event == "test_begin":
+                open_tests[record.nodeid] = record.t
+            elif record.event == "test_end" and record.nodeid in open_tests:
+                self.intervals.append((open_tests.pop(record.nodeid), record.t, record.nodeid))
+        # a test whose end never came (the run was killed in it) lasts until the end of the run
+        self.intervals += [(begin, float("inf"), nodeid) for nodeid, begin in open_tests.items()]
+        self.intervals.sort()
+        self.begins = [begin for begin, _, _ in self.intervals]
+
+    def at(self, t: float | None) -> str:
+        """The test running at time ``t``; ``session`` outside every test; '' when the run marked no tests."""
+        if not self.active:
+            return ""
+        if t is None:
+            return SESSION
+        index = bisect.bisect_right(self.begins, t) - 1
+        if index >= 0:
+            begin, end, nodeid = self.intervals[index]
+            if begin <= t <= end:
+                return nodeid
+        return SESSION
