@@ -259,3 +259,21 @@ def test_git_still_works_in_the_runs_copy(make_repo: MakeRepo, sandbox: Sandbox)
     result = python(sandbox, code, tree=str(repo))
     assert "v1.2.3" in result.stdout, result.stderr
     assert not subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
+
+
+def test_a_repeat_review_reuses_the_base_runs_with_their_records(
+    make_repo: MakeRepo, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The same base reviewed again (another agent's patch, another push): its base-tree runs come from the result
+    store, records and all, and the decision is the same."""
+    repo = make_repo({**BASE, "tests/test_calc.py": NOISY})
+    patch = diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_calc.py": NOISY + "\n\n" + ZERO.split("\n\n\n")[1]})
+    config = parse_config({"env": {"use_current_interpreter": True}, "cache": {"dir": str(tmp_path / "cache")}})
+    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
+    first = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
+    again = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
+    assert not any("result store" in r for r in first.cost.reuse)
+    assert any("base-tree test run(s) from the result store" in r for r in again.cost.reuse), again.cost
+    assert (again.outcome, again.reason) == (first.outcome, first.reason) == (Outcome.PASS, again.reason)
+    excused = [r for r in records(again, harmful=False) if "not the patch's" in str(r["detail"])]
+    assert excused, "the reused base run's records still excuse what the untouched test does"

@@ -15,9 +15,10 @@ from cascade.execution.envs import Environment
 from cascade.execution.runner import PytestRun, run_pytest
 from cascade.safety import SideEffect
 from cascade.sandbox.base import Sandbox
-from cascade.stages.probes import attribution, judging
+from cascade.stages.probes import attribution, judging, reuse
 from cascade.stages.probes.hooks import HookFinding
 from cascade.stages.probes.judging import Findings
+from cascade.store import ResultStore
 
 
 class Session:
@@ -30,13 +31,18 @@ class Session:
         patched: Path,
         changed: dict[Path, set[int]],
         tree_name: str = "project",
+        store: ResultStore | None = None,
+        base_identity: tuple[str, str] | None = None,
     ) -> None:
+        """``store`` and ``base_identity`` (repository, base commit): where base-tree runs are kept and reused."""
         self.config, self.sandbox, self.env = config, sandbox, env
         self.base, self.patched = base, patched
         self.changed = changed  # patched-tree file → lines a probe must execute (changes.changed_lines)
         self.tree_name = tree_name
         self.pr_hooks: list[HookFinding] = []  # outcome-changing pytest hooks the PR added or changed (hooks.py)
         self.findings = Findings()
+        self.store, self.base_identity = store, base_identity
+        self.reused = 0
         self._runs = 0
 
     def pytest(
@@ -53,28 +59,43 @@ class Session:
         run of the same tests on the other tree (`attribute`)."""
         self._runs += 1
         cfg = self.config
-        run = run_pytest(
-            self.sandbox,
-            self.env,
-            tree,
-            targets,
-            tag=f"{'base' if tree == self.base else 'patched'}-{self._runs}",
-            timeout_seconds=timeout or (cfg.sandbox.timeout_seconds if whole_files else cfg.probes.timeout_seconds),
-            limits={
-                "memory_mb": cfg.sandbox.memory_mb,
-                "cpu_seconds": cfg.sandbox.cpu_seconds,
-                "file_size_mb": cfg.sandbox.file_size_mb,
-                "pids": cfg.sandbox.pids,
-                "disk_mb": cfg.sandbox.disk_mb,
-                "inodes": cfg.sandbox.inodes,
-                "output_cap_mb": cfg.sandbox.output_mb,
-            },
-            coverage_include=[str(p.relative_to(self.patched)) for p in self.changed] if coverage else None,
-            place=place,
-            tree_name=self.tree_name,
-        )
+        seconds = timeout or (cfg.sandbox.timeout_seconds if whole_files else cfg.probes.timeout_seconds)
+        limits = {
+            "memory_mb": cfg.sandbox.memory_mb,
+            "cpu_seconds": cfg.sandbox.cpu_seconds,
+            "file_size_mb": cfg.sandbox.file_size_mb,
+            "pids": cfg.sandbox.pids,
+            "disk_mb": cfg.sandbox.disk_mb,
+            "inodes": cfg.sandbox.inodes,
+            "output_cap_mb": cfg.sandbox.output_mb,
+        }
+        key = self._key(tree, targets, place or {}, coverage, {**limits, "timeout_seconds": seconds})
+        stored = self.store.get(key, reuse.StoredRun) if self.store and key else None
+        if stored is not None and stored.value is not None:
+            self.reused += 1
+            run = stored.value.run.model_copy(update={"tree": str(tree)})
+        else:
+            run = run_pytest(
+                self.sandbox, self.env, tree, targets, tag=f"{'base' if tree == self.base else 'patched'}-{self._runs}",
+                timeout_seconds=seconds, limits=limits, place=place, tree_name=self.tree_name,
+                coverage_include=[str(p.relative_to(self.patched)) for p in self.changed] if coverage else None,
+            )  # fmt: skip
+            fresh = reuse.storable(run) if self.store and key else None
+            if self.store and key and fresh:
+                self.store.put(key, fresh)
         self.findings.note_run(run)
         return run
+
+    def _key(
+        self, tree: Path, targets: list[str], place: dict[str, str], coverage: bool, limits: dict[str, float]
+    ) -> reuse.BaseRunKey | None:
+        """The store key of a base-tree run (a patched-tree run is never reused: the patch is what is reviewed)."""
+        if tree != self.base or self.base_identity is None:
+            return None
+        image = getattr(self.sandbox, "image", "")  # the docker backend's image is part of what ran
+        sandbox = f"{self.sandbox.isolation}:{image}" if image else self.sandbox.isolation
+        return reuse.base_run_key(*self.base_identity, self.env, sandbox, limits, self.tree_name, targets, place,
+                                  coverage)  # fmt: skip
 
     def attribute(
         self, base: PytestRun | None, patched: PytestRun | None, touched: attribution.Touched, judge_base: bool = True

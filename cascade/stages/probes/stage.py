@@ -53,7 +53,9 @@ class ProbesStage:
         except CascadeError as exc:
             return StageResult.skipped(self.name, f"no execution environment: {exc}")
         name = Path(ctx.request.repo).resolve().name or "project"
-        session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched), name)
+        identity = (str(ctx.workspace.repo), ctx.workspace.base_commit)
+        session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched), name,
+                          store=ctx.store, base_identity=identity)  # fmt: skip
         summary = f"ran in sandbox '{sandbox.isolation}' with {env.description}"
         details = SandboxSetup(isolation=sandbox.isolation, python=env.python_version)
         setup = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
@@ -78,4 +80,6 @@ class ProbesStage:
         session.findings.evidence.extend(llm_notes)
         result = judging.decide(self.name, session.findings, time.perf_counter() - started)
         result.cost = result.cost + llm_cost
+        if session.reused:
+            result.cost.reuse.append(f"{self.name}: {session.reused} base-tree test run(s) from the result store")
         return result
