@@ -277,3 +277,15 @@ def test_a_repeat_review_reuses_the_base_runs_with_their_records(
     assert (again.outcome, again.reason) == (first.outcome, first.reason) == (Outcome.PASS, again.reason)
     excused = [r for r in records(again, harmful=False) if "not the patch's" in str(r["detail"])]
     assert excused, "the reused base run's records still excuse what the untouched test does"
+
+
+def test_each_run_has_its_own_tree_and_scratch(sandbox: Sandbox, tmp_path: Path) -> None:
+    """What one run leaves (in its tree, its $TMPDIR, its HOME) no later run sees, and the pristine tree is untouched."""
+    (tmp_path / "mod.py").write_text("X = 1\n")
+    leave = ("import os, tempfile\nfor d in ('.', tempfile.gettempdir(), os.path.expanduser('~')):\n"
+             "    print(d, os.path.exists(os.path.join(d, 'left.txt')))\n"
+             "    open(os.path.join(d, 'left.txt'), 'w').write('x')\n")  # fmt: skip
+    first = python(sandbox, leave, tree=str(tmp_path))
+    second = python(sandbox, leave, tree=str(tmp_path))
+    assert "True" not in first.stdout and "True" not in second.stdout, second.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mod.py"]
