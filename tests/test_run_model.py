@@ -280,7 +280,7 @@ def test_a_repeat_review_reuses_the_base_runs_with_their_records(
 
 
 def test_each_run_has_its_own_tree_and_scratch(sandbox: Sandbox, tmp_path: Path) -> None:
-    """What one run leaves (in its tree, its $TMPDIR, its HOME) no later run sees, and the pristine tree is untouched."""
+    """What one run leaves (in its tree, its $TMPDIR, its HOME) no later run sees; the pristine tree is untouched."""
     (tmp_path / "mod.py").write_text("X = 1\n")
     leave = ("import os, tempfile\nfor d in ('.', tempfile.gettempdir(), os.path.expanduser('~')):\n"
              "    print(d, os.path.exists(os.path.join(d, 'left.txt')))\n"
