@@ -275,7 +275,7 @@ def test_a_repeat_review_reuses_the_base_runs_with_their_records(
     assert not any("result store" in r for r in first.cost.reuse)
     assert any("base-tree test run(s) from the result store" in r for r in again.cost.reuse), again.cost
     assert (again.outcome, again.reason) == (first.outcome, first.reason) == (Outcome.PASS, again.reason)
-    excused = [r for r in records(again, harmful=False) if "not the patch's" in str(r["detail"])]
+    excused = [r for r in records(again, harmful=False) if "not the patch's" in r.detail]
     assert excused, "the reused base run's records still excuse what the untouched test does"
 
 

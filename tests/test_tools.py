@@ -53,4 +53,7 @@ def test_review_without_the_venv_on_path_uses_its_tools(tmp_path: Path) -> None:
     text = json.dumps(report)
     assert "uv is not installed" not in text
     probes = next(s for s in report["stages"] if s["stage"] == "probes")  # type: ignore[index]
-    assert probes["outcome"] == "pass", probes["reason"]
+    # the demo has no test near its change and no probe source applies: Stage 2 ran (its environment built) and says
+    # that nothing could judge the code, never "pass" (docs/architecture.md, Run model, point 7)
+    assert probes["outcome"] == "inconclusive", probes["reason"]
+    assert "no existing test near the change" in str(probes["reason"]), probes["reason"]
