@@ -42,7 +42,7 @@ from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus, make_target_repo
 from cascade.redteam.evaluate import judge
 from cascade.redteam.models import MUST_CATCH, Backend, RedteamCase, SuiteReport
 from cascade.redteam.report import write_report
-from cascade.redteam.runner import probe_backend, run_suite
+from cascade.redteam.runner import DOCKER_ENV_CACHE, probe_backend, run_suite
 from cascade.redteam.safety import (
     LoopbackListeners,
     host_snapshot,
@@ -74,7 +74,12 @@ SPECIAL_CASES = {**ALLOWLIST_CASES, **EVASION_CASES, **GATE_CASES}
 # The machine that runs the gate: any change under these the suite made is a failure (the gate's own caches aside).
 HOST_ROOTS = [Path.home(), Path("/etc"), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")]
 # What the gate itself keeps between runs (test environments, uv's and pyright's caches): made on purpose, by the host.
-GATE_OWN = tuple(str(Path.home() / p) for p in (".cache/cascade", ".cache/uv", ".cache/pyright-python", ".npm"))
+GATE_OWN = (
+    *(str(Path.home() / p) for p in (".cache/cascade", ".cache/uv", ".cache/pyright-python", ".npm")),
+    DOCKER_ENV_CACHE,  # the docker backend's test environments, built by the host for the containers
+    # the Docker engine's own log (docker/start-dockerd.sh): the daemon writes it when the gate drives containers
+    os.environ.get("CASCADE_DOCKERD_LOG", "/tmp/cascade-dockerd.log"),
+)
 
 # Cases the gate does not catch yet, per backend, with the missing evidence. The test asserts every other case is
 # caught, and fails when a listed case starts being caught. Empty since the oracle records loopback connects to
