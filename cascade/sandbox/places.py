@@ -218,11 +218,14 @@ class RunPlaces:
         return f"{self.layout.audit}/{TRACE_FIFO}"
 
     def lend_to(self, uid: int, gid: int) -> None:
-        """Hand the fresh tree to the sandbox's user (docker's unprivileged one); it is thrown away after the run."""
-        for dirpath, dirnames, filenames in os.walk(self.tree):
-            for name in [*dirnames, *filenames]:
-                with contextlib.suppress(OSError):
-                    os.lchown(os.path.join(dirpath, name), uid, gid)
+        """Hand the fresh tree and what HOME holds to the sandbox's user (docker's unprivileged one), as a real user's
+        home is theirs (a test may make ``~/.config/x`` beside the decoys' ``~/.config/gh``); all is thrown away after
+        the run. Called before the run starts: nothing here was written by the run."""
+        for top in (self.tree, self.home):
+            for dirpath, dirnames, filenames in os.walk(top):
+                for name in [*dirnames, *filenames]:
+                    with contextlib.suppress(OSError):
+                        os.lchown(os.path.join(dirpath, name), uid, gid)
         os.lchown(self.tree, uid, gid)
 
     # -- after the run -------------------------------------------------------------------------------------------
