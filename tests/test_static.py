@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import cascade.tools
-from cascade.config import CacheConfig, CascadeConfig, StaticConfig
+from cascade.config import CacheConfig, CascadeConfig, StaticConfig, parse_config
 from cascade.context import ReviewContext
-from cascade.models import Diagnostic, EvidenceKind, Outcome, ReviewRequest, StageResult, Verdict
+from cascade.models import Diagnostic, EvidenceKind, Outcome, ReviewRequest, StageResult, StaticDetails, Verdict
 from cascade.patch import parse_patch
 from cascade.pipeline import review, run_stages
 from cascade.stable import reproducible
@@ -397,7 +397,7 @@ def test_in_repo_qualifiers_follow_the_callee_and_the_module(tmp_path: Path) -> 
     assert rule_class(_call_diag(*at("mod.run(", "2)")), layout) == "pyright:reportCallIssue:in-repo"
     assert rule_class(_call_diag(*at("helper(1, 2)", "2)")), layout) == "pyright:reportCallIssue:in-repo"
     stdlib = _call_diag(*at("json.dumps(", "nope"), message='No parameter named "nope"')
-    assert rule_class(stdlib, layout) == "pyright:reportCallIssue"
+    assert rule_class(stdlib, layout) == "pyright:reportCallIssue:stdlib"
     assert rule_class(_call_diag(*at('Oops("a"', '"b"')), layout) == "pyright:reportCallIssue"  # ValueError's init
 
     def missing(module: str) -> Diagnostic:
@@ -458,3 +458,43 @@ def test_a_rename_whose_importers_are_updated_is_not_rejected(make_repo: MakeRep
     result = stage1(other, {"pkg/core.py": None, "pkg/engine.py": CORE})
     info = next(e for e in result.evidence if e.kind == EvidenceKind.INFO)
     assert info.details.dependents == [] and result.outcome == Outcome.PASS
+
+
+LIBRARY = "import os\n\nimport yaml\n\n\ndef load(text):\n    return os.getcwd()\n"
+CALLED_WRONG = (
+    "import os\n\nimport yaml\n\n\ndef load(text):\n    print(text)\n    breakpoint()\n"
+    "    sorted([1], 2, 3)\n    yaml.safe_load(text, nope=1)\n    return os.getcwd(text)\n"
+)
+
+
+@pytest.mark.slow
+def test_callee_origins_prints_and_debuggers_get_their_own_classes(make_repo: MakeRepo) -> None:
+    """Real ruff and pyright: a wrong call into the standard library (a module function, a builtin) or a
+    third-party package (pyright's bundled stubs) is classed by where the callee lives; print() on an added line
+    of library code is its own class, in a test or a script outside the packages it is not; breakpoint() is T100."""
+    files = {"pkg/__init__.py": "", "pkg/io.py": LIBRARY, "tests/test_io.py": "def test_x():\n    pass\n"}
+    files["scripts/run.py"] = "X = 1\n"
+    repo = make_repo(files)
+    patch = diff_of(
+        repo,
+        {
+            "pkg/io.py": CALLED_WRONG,
+            "tests/test_io.py": "def test_x():\n    print('debug')\n",
+            "scripts/run.py": "X = 1\nprint(X)\n",
+        },
+    )
+    config = parse_config({"static": {"extend_ruff_select": ["T10", "T20"]}})
+    verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=[StaticStage()])
+    found = {
+        (d.path, d.line, e.details.class_of[d.fingerprint])
+        for e in verdict.stages[0].evidence
+        if isinstance(e.details, StaticDetails)
+        for d in e.diagnostics
+    }
+    assert ("pkg/io.py", 7, "ruff:T201:added-library-line") in found
+    assert ("pkg/io.py", 8, "ruff:T100") in found
+    assert ("pkg/io.py", 9, "pyright:reportCallIssue:stdlib") in found  # the builtin sorted()
+    assert ("pkg/io.py", 10, "pyright:reportCallIssue:third-party") in found  # yaml, from pyright's bundled stubs
+    assert ("pkg/io.py", 11, "pyright:reportCallIssue:stdlib") in found  # os.getcwd
+    assert ("tests/test_io.py", 2, "ruff:T201") in found
+    assert ("scripts/run.py", 2, "ruff:T201") in found

@@ -1,8 +1,8 @@
 """Stage 1 — patch-caused static errors (docs/architecture.md, Stages).
 
-ruff (``F``, ``E9``) and pyright run, each once per tree, over the changed Python files and their in-repo
-dependents, in the base and the patched worktree (concurrently). Diagnostics are fingerprinted without line
-numbers and compared as multisets; what only the patched tree has is patch-caused. Only rule classes in
+ruff (the selectors in ``static.ruff_select``) and pyright run, each once per tree, over the changed Python files
+and their in-repo dependents, in the base and the patched worktree (concurrently). Diagnostics are fingerprinted
+without line numbers and compared as multisets; what only the patched tree has is patch-caused. Only rule classes in
 ``static.reject_rules`` reject (see ``cascade.static.rules`` for the classes and the in-repo qualifiers); every
 other patch-caused diagnostic is reported as grounded evidence for later stages. A missing, crashing or
 timed-out tool yields ``unavailable`` evidence and a limitation the verdict's reason repeats, never a reject; with
@@ -25,6 +25,7 @@ from cascade.models import (
     Diagnostic,
     Evidence,
     EvidenceKind,
+    FileKind,
     Outcome,
     StageResult,
     StaticDetails,
@@ -37,7 +38,7 @@ from cascade.static.fingerprint import fingerprint_all, new_diagnostics
 from cascade.static.pyright import run_pyright
 from cascade.static.reuse import StaticBaseRuns, reused, static_base_key, storable
 from cascade.static.ruff import run_ruff
-from cascade.static.rules import RepoLayout, rule_class
+from cascade.static.rules import AddedLines, RepoLayout, library_lines, rule_class
 from cascade.static.sources import forget_sources
 from cascade.static.toolrun import ToolRun
 
@@ -80,15 +81,21 @@ class StaticStage:
                               python_version(cfg))  # fmt: skip
         lookup = store.get(key, StaticBaseRuns) if store else None
         stored = lookup.value if lookup else None
-        with ThreadPoolExecutor(max_workers=2 if cfg.parallel_trees else 1) as pool:
+        pool = ThreadPoolExecutor(max_workers=2 if cfg.parallel_trees else 1)
+        try:
             base_job = None if stored else pool.submit(run_tools, base, targets.base_files, cfg)
             patched_job = pool.submit(run_tools, patched, targets.patched_files, cfg)
             base_runs = reused(stored, base) if stored else (base_job.result() if base_job else [])
             patched_runs = patched_job.result()
+        finally:  # both results are in, or Ctrl-C: never wait for a tool run nobody will read (cascade/interrupt.py)
+            pool.shutdown(wait=False, cancel_futures=True)
         fresh = storable(base_runs) if store and not stored else None
         if store and fresh:
             store.put(key, fresh)
-        result = judge(targets, base_runs, patched_runs, RepoLayout(patched), cfg, self.name)
+        layout = RepoLayout(patched)
+        tests = {f.path for f in ctx.patch.files if f.kind == FileKind.TEST}
+        library = library_lines(targets.added_lines, layout, tests)
+        result = judge(targets, base_runs, patched_runs, layout, cfg, self.name, library=library)
         if stored:
             result.cost.reuse.append(f"{self.name}: base-tree diagnostics from the result store")
         elif lookup and lookup.status == "ignored":
@@ -103,8 +110,10 @@ def judge(
     layout: RepoLayout,
     cfg: StaticConfig,
     stage: str,
+    *,
+    library: AddedLines | None = None,
 ) -> StageResult:
-    """Compare the trees tool by tool and decide."""
+    """Compare the trees tool by tool and decide; ``library``: the added lines of library code (not tests)."""
     evidence: list[Evidence] = [_targets_evidence(targets, base_runs + patched_runs)]
     new: list[Diagnostic] = []
     commands: dict[str, list[str]] = {}
@@ -124,7 +133,7 @@ def judge(
     evidence += failed
     ran = [r.tool for r in patched_runs if r.ok]
     limitations = [_limitation(tool, ran) for tool in failed_tools]
-    classes = {d.fingerprint: rule_class(d, layout, targets.added_lines) for d in new}
+    classes = {d.fingerprint: rule_class(d, layout, targets.added_lines, library) for d in new}
     rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules)]
     others = [d for d in new if classes[d.fingerprint] not in set(cfg.reject_rules)]
     configs = {r.tool: r.config for r in patched_runs if r.config}
