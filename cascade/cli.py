@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 import click
 
 from cascade import __version__
-from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError, read_input_text
+from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError, check_output_path, read_input_text
+from cascade.interrupt import EXIT_INTERRUPTED, stop_children_on_interrupt, terminate_descendants
+from cascade.options import FILE, PATH, config_option, quiet_option
 
 if TYPE_CHECKING:
     from cascade.config import CascadeConfig
@@ -31,8 +33,10 @@ def fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-def _read_patch(patch: str | None, git_range: str | None, repo: str, max_bytes: int) -> tuple[str, str | None]:
-    """The patch text and, for --git, the base commit it applies to."""
+def _read_patch(
+    patch: str | None, git_range: str | None, repo: str, max_bytes: int
+) -> tuple[str, tuple[str, str] | None]:
+    """The patch text and, for --git, the (base, head) commits it goes between."""
     from cascade.patch import decode_patch_bytes
 
     if git_range is not None:
@@ -53,7 +57,7 @@ def _read_patch(patch: str | None, git_range: str | None, repo: str, max_bytes: 
     return decode_patch_bytes(data, max_bytes, source=f"patch {patch!r}"), None
 
 
-def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, str]:
+def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, tuple[str, str]]:
     from cascade.git import git
     from cascade.patch import decode_patch_bytes
     from cascade.workspace import resolve_commit, resolve_repo
@@ -69,19 +73,7 @@ def _diff_of_range(repo: str, git_range: str, max_bytes: int) -> tuple[str, str]
     text = git(root, "diff", "--no-color", "--no-ext-diff", "--binary", base_sha, head_sha)
     if not text.strip():
         raise BadInput(f"{git_range} has no changes: nothing to review")
-    return decode_patch_bytes(text.encode("utf-8"), max_bytes, source=f"diff {git_range}"), base_sha
-
-
-def check_output_path(output: str) -> None:
-    """Refuse an unwritable --output before the review runs, so a finished review's verdict is never lost."""
-    path = Path(output)
-    if path.is_dir():
-        raise BadInput(f"--output {output} is a directory: give a file path")
-    parent = path.parent
-    if not parent.is_dir():
-        raise BadInput(f"--output {output}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise BadInput(f"--output {output} is not writable")
+    return decode_patch_bytes(text.encode("utf-8"), max_bytes, source=f"diff {git_range}"), (base_sha, head_sha)
 
 
 def with_cache_options(config: CascadeConfig, cache_dir: str | None, *, no_cache: bool) -> CascadeConfig:
@@ -96,16 +88,17 @@ def with_cache_options(config: CascadeConfig, cache_dir: str | None, *, no_cache
 
 @contextmanager
 def stage_progress(*, enabled: bool) -> Iterator[Callable[[str], None] | None]:
-    """A rich status line on stderr naming the running stage — only on a terminal, and never with --quiet, so
+    """A rich status line on stderr saying what the review is doing (preparing the trees, running a stage, removing
+    the trees), so it never names a stage that has ended — only on a terminal, and never with --quiet, so
     redirected output and CI logs stay clean."""
     if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
 
-    console = Console(stderr=True)
-    with console.status("cascade: preparing the trees") as status:
-        yield lambda stage: status.update(f"cascade: running stage [bold]{stage}[/bold]")
+    console = Console(stderr=True, highlight=False)
+    with console.status("cascade: starting") as status:
+        yield lambda message: status.update(f"cascade: {message}")
 
 
 def _emit(verdict: Verdict, fmt: Format, output: str | None) -> None:
@@ -189,9 +182,6 @@ Formats (--format):
   github    GitHub Actions annotations (::error file=…::)
 """
 
-PATH = click.Path(path_type=str)
-FILE = click.Path(dir_okay=False, path_type=str)
-
 
 @cli.command(help=REVIEW_HELP)
 @click.argument("patch", required=False, type=click.Path(dir_okay=False, allow_dash=True, path_type=str))
@@ -206,7 +196,7 @@ FILE = click.Path(dir_okay=False, path_type=str)
     type=FILE,
     help="Agent trace: SWE-agent .traj, moatless, OpenHands or Claude Code (format read from content).",
 )
-@click.option("--config", "config_file", default=None, type=FILE, help="YAML config (see configs/default.yaml).")
+@config_option()
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
 @click.option("--output", default=None, type=FILE, help="Write the report here instead of stdout (checked first).")
 @click.option("--model", default=None, help="litellm model string for the LLM stages (overrides llm.model).")
@@ -236,7 +226,7 @@ FILE = click.Path(dir_okay=False, path_type=str)
 @click.option(
     "--no-cache", is_flag=True, help="Reuse nothing: compute every result and check out fresh worktrees (cache.*)."
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (shown only on a terminal anyway).")
+@quiet_option("No progress on stderr (shown only on a terminal anyway).")
 def review(
     patch: str | None,
     repo: str,
@@ -272,17 +262,18 @@ def review(
     if require_tools:
         config = config.model_copy(update={"static": config.static.model_copy(update={"require_tools": True})})
     config = with_cache_options(config, cache_dir, no_cache=no_cache)
-    patch_text, range_base = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
+    patch_text, commits = _read_patch(patch, git_range, repo, config.limits.max_patch_bytes)
     request = ReviewRequest(
         repo=repo,
-        base_ref=base_ref or range_base or "HEAD",
+        base_ref=base_ref or (commits[0] if commits else "HEAD"),
+        head_commit=commits[1] if commits else None,
         patch_text=patch_text,
         issue_text=read_input_text(issue_file, "issue") if issue_file else None,
         trace=load_trace(trace_file) if trace_file else None,
         config=config,
     )
-    with stage_progress(enabled=not quiet) as on_stage:
-        verdict = run_review(request, on_stage=on_stage)
+    with stop_children_on_interrupt(), stage_progress(enabled=not quiet) as on_progress:
+        verdict = run_review(request, on_progress=on_progress)
     if reproducible is None:  # a cassette run exists to be reproduced: its recording and replay must match
         reproducible = config.llm.cassette_mode != "off"
     if reproducible:
@@ -292,7 +283,7 @@ def review(
 
 
 @cli.command("config")
-@click.option("--config", "config_file", default=None, help="YAML config to validate and show merged with defaults.")
+@config_option("YAML config to validate and show merged with the defaults.")
 def show_config(config_file: str | None) -> None:
     """Validate a config and print it merged with the defaults (configs/default.yaml is this, for no file)."""
     import yaml
@@ -305,10 +296,23 @@ def show_config(config_file: str | None) -> None:
     click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
 
 
+def interrupted() -> None:
+    """Ctrl-C: the review's cleanup has run while the exception unwound; end what is left and exit 130 at once
+    (a worker thread still waiting on a killed tool must not hold the exit up)."""
+    terminate_descendants()
+    click.echo("cascade: interrupted", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 def main() -> None:
-    """Entry point: map every failure to its documented exit code and one line on stderr."""
+    """Entry point: map every failure to its documented exit code and one line on stderr. The command runs outside
+    click's own ``main`` so that Ctrl-C reaches ``interrupted`` (click would print a blank line and call it an
+    abort)."""
     try:
-        cli.main(standalone_mode=False)
+        with cli.make_context("cascade", sys.argv[1:]) as ctx:
+            cli.invoke(ctx)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -320,6 +324,11 @@ def main() -> None:
     except CascadeError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted", EXIT_INTERNAL)
+        interrupted()
+    except OSError as exc:
+        if exc.filename is None:
+            fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+        # a path the user gave that cannot be read or written (a missing directory, no permission, a full disk)
+        fail(f"cannot use {exc.filename}: {exc.strerror or type(exc).__name__}", EXIT_BAD_INPUT)
     except Exception as exc:
         fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)

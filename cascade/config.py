@@ -6,8 +6,16 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cascade.defaults import (
+    ARTIFACT_DIRS,
+    ARTIFACT_FILES,
+    DEFAULT_DOCS_GLOBS,
+    DEFAULT_REJECT_RULES,
+    DEFAULT_RUFF_SELECT,
+    DEFAULT_TEST_GLOBS,
+)
 from cascade.errors import BadInput
 
 
@@ -15,48 +23,39 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-DEFAULT_TEST_GLOBS = [
-    "tests/**",
-    "test/**",
-    "testing/**",
-    "**/tests/**",
-    "**/test/**",
-    "test_*.py",
-    "**/test_*.py",
-    "*_test.py",
-    "**/*_test.py",
-    "conftest.py",
-    "**/conftest.py",
-]
-
-# Rule classes that may reject. Each one earned its place by zero rejections of the gold and
-# officially-resolved SWE-bench patches measured so far; see benchmarks/static_soundness.py and its results in
-# benchmarks/results/static_soundness.md (per-class counts of new diagnostics on acceptable and defect patches).
-DEFAULT_REJECT_RULES = [
-    "ruff:E999",  # syntax error (older ruff name)
-    "ruff:syntax-error",  # syntax error (ruff >= 0.5 reports it without a code)
-    # an undefined name on a line the patch added: a crash waiting for its branch to run, blocked by every human
-    # reviewer. Measured (benchmarks/results/undefined_names.md): it also rejects label-acceptable patches whose
-    # tests never reach the branch (e.g. marscode-agent on sympy-21614 returns `MatrixKind(...)` never imported);
-    # each such case is listed there with its line. The same rules on unchanged lines stay evidence.
-    "ruff:F821:added-line",
-    "pyright:reportUndefinedVariable:added-line",
-    "ruff:F822",  # undefined name in __all__
-    "ruff:F823",  # local variable referenced before assignment
-    "ruff:F706",  # return outside function
-    "ruff:F704",  # yield outside function
-    "ruff:F701",  # break outside loop
-    "ruff:F702",  # continue outside loop
-    # not F631/F632 (assert on a tuple, `is` with a literal): suspicious, but the code runs, so not an error class
-    "pyright:reportMissingImports:in-repo",  # unresolved import of a module of the repository itself
-    "pyright:reportAttributeAccessIssue:in-repo-module",  # `from pkg import name` where the in-repo module lacks it
-    "pyright:reportCallIssue:in-repo",  # wrong arity / unknown keyword for an in-repo callee
-]
+def fold_extensions(data: Any, names: tuple[str, ...], defaults: dict[str, Any]) -> Any:
+    """``extend_<name>`` added to ``<name>`` (the given value, else the default) before validation, the way ruff's
+    ``extend-select`` adds to ``select``: a user adds one rule without copying the whole default list. Lists keep
+    their order without repeats; mappings take the extension's entries over the base's. The folded model holds the
+    merged value and an empty extension, so ``cascade config`` prints what the stages use."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for name in names:
+        extra = data.pop(f"extend_{name}", None)
+        if not extra:
+            continue
+        base = data.get(name, defaults[name])
+        if isinstance(base, dict) and isinstance(extra, dict):
+            data[name] = {**base, **extra}
+        elif isinstance(base, list) and isinstance(extra, list):
+            data[name] = list(dict.fromkeys([*base, *extra]))
+        else:  # a type mismatch: let validation name the key
+            data[f"extend_{name}"] = extra
+    return data
 
 
 class NoChangeConfig(Section):
     test_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_GLOBS))
-    docs_globs: list[str] = Field(default_factory=lambda: ["docs/**", "doc/**", "*.md", "*.rst", "*.txt", "**/*.rst"])
+    extend_test_globs: list[str] = Field(default_factory=list, description="Added to test_globs.")
+    docs_globs: list[str] = Field(default_factory=lambda: list(DEFAULT_DOCS_GLOBS))
+    extend_docs_globs: list[str] = Field(default_factory=list, description="Added to docs_globs.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extend(cls, data: Any) -> Any:
+        defaults = {"test_globs": DEFAULT_TEST_GLOBS, "docs_globs": DEFAULT_DOCS_GLOBS}
+        return fold_extensions(data, ("test_globs", "docs_globs"), defaults)
 
 
 class HygieneConfig(Section):
@@ -65,6 +64,22 @@ class HygieneConfig(Section):
         description="Reject a patch that adds files the base tree's .gitignore ignores, compiled or generated "
         "artifacts, or a stray binary at the repository root (cascade/stages/hygiene.py); off = evidence only.",
     )
+    artifact_files: dict[str, str] = Field(
+        default_factory=lambda: dict(ARTIFACT_FILES),
+        description="Generated files by basename glob → what they are (replaces the defaults).",
+    )
+    extend_artifact_files: dict[str, str] = Field(default_factory=dict, description="Added to artifact_files.")
+    artifact_dirs: dict[str, str] = Field(
+        default_factory=lambda: dict(ARTIFACT_DIRS),
+        description="Generated directories by name glob, at any depth → what they hold (replaces the defaults).",
+    )
+    extend_artifact_dirs: dict[str, str] = Field(default_factory=dict, description="Added to artifact_dirs.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extend(cls, data: Any) -> Any:
+        defaults = {"artifact_files": ARTIFACT_FILES, "artifact_dirs": ARTIFACT_DIRS}
+        return fold_extensions(data, ("artifact_files", "artifact_dirs"), defaults)
 
 
 InjectionSource = Literal["patch", "commit_message", "issue", "trace"]
@@ -88,8 +103,15 @@ class EvasionConfig(Section):
 
 class StaticConfig(Section):
     enabled: bool = True
-    ruff_select: list[str] = Field(default_factory=lambda: ["F", "E9"])
-    reject_rules: list[str] = Field(default_factory=lambda: list(DEFAULT_REJECT_RULES))
+    ruff_select: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_RUFF_SELECT), description="ruff rule selectors (replaces the defaults)."
+    )
+    extend_ruff_select: list[str] = Field(default_factory=list, description="Added to ruff_select.")
+    reject_rules: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_REJECT_RULES),
+        description="Rule classes that reject (cascade/static/rules.py; replaces the defaults).",
+    )
+    extend_reject_rules: list[str] = Field(default_factory=list, description="Added to reject_rules.")
     max_dependents: int = Field(default=20, ge=0, description="In-repo files that reference changed names, at most.")
     timeout_seconds: float = Field(default=300, gt=0)
     python_version: str | None = Field(
@@ -101,6 +123,12 @@ class StaticConfig(Section):
         description="A missing or crashing checker (ruff, pyright) ends the review with exit 3 instead of a verdict "
         "from the remaining checks (--require-tools; on in the GitHub Action).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extend(cls, data: Any) -> Any:
+        defaults = {"ruff_select": DEFAULT_RUFF_SELECT, "reject_rules": DEFAULT_REJECT_RULES}
+        return fold_extensions(data, ("ruff_select", "reject_rules"), defaults)
 
 
 class ProbesConfig(Section):
@@ -308,20 +336,42 @@ def parse_config(data: dict[str, Any], source: str = "config") -> CascadeConfig:
         raise BadInput(f"{source}: invalid value for '{key}': {first['msg']}") from None
 
 
-def load_config(path: str | Path | None) -> CascadeConfig:
-    if path is None:
-        return CascadeConfig()
+def yaml_error(source: str | Path, exc: Exception) -> BadInput:
+    """A YAML error as one line naming where it is (line and column, 1-based) and what the parser expected."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    return BadInput(f"{source}{where}: not valid YAML: {' '.join(str(problem).split())}")
+
+
+def parse_yaml_config(text: str, source: str | Path) -> CascadeConfig:
+    """A config from YAML text; a syntax error names its line and column, a wrong shape names the key."""
     import yaml  # only a config file needs it (start-up time: docs/architecture.md, Start-up)
 
-    path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"config file not found: {path}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: not valid YAML ({type(exc).__name__})") from None
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(source, exc) from None
     if raw is None:
         return CascadeConfig()
     if not isinstance(raw, dict):
-        raise BadInput(f"{path}: the config must be a mapping of sections")
-    return parse_config(raw, source=str(path))
+        raise BadInput(f"{source}: the config must be a mapping of sections")
+    return parse_config(raw, source=str(source))
+
+
+def load_config(path: str | Path | None) -> CascadeConfig:
+    """The config in ``path`` (None: the defaults); a file that cannot be read is bad input (exit 3)."""
+    if path is None:
+        return CascadeConfig()
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise BadInput(f"config path is a directory: {path}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"config file is not valid UTF-8: {path}") from None
+    except OSError as exc:
+        raise BadInput(f"config file cannot be read: {path} ({exc.strerror or type(exc).__name__})") from None
+    return parse_yaml_config(text, path)

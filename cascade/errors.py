@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 EXIT_ACCEPT = 0
@@ -48,3 +49,17 @@ def read_input_text(path: str | Path, what: str) -> str:
         raise BadInput(f"{what} path is a directory: {path}") from None
     except UnicodeDecodeError:
         raise BadInput(f"{what} file is not valid UTF-8: {path}") from None
+    except OSError as exc:  # not a directory on the way, no permission, an I/O error
+        raise BadInput(f"{what} file cannot be read: {path} ({exc.strerror or type(exc).__name__})") from None
+
+
+def check_output_path(output: str) -> None:
+    """Refuse an unwritable --output before the review runs, so a finished review's verdict is never lost."""
+    path = Path(output)
+    if path.is_dir():
+        raise BadInput(f"--output {output} is a directory: give a file path")
+    parent = path.parent
+    if not parent.is_dir():
+        raise BadInput(f"--output {output}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BadInput(f"--output {output} is not writable")

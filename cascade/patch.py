@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
 from posixpath import basename
 
 from unidiff.errors import UnidiffParseError
@@ -45,6 +46,17 @@ def _strip_prefix(path: str | None) -> str | None:
     return path
 
 
+def check_inside_repository(path: str | None) -> None:
+    """A patch path must name a file of the repository: an absolute path or a ``..`` step leaves it (git apply
+    refuses both; saying "does not exist" would send the user looking for the wrong problem)."""
+    if path is None:
+        return
+    parts = PurePosixPath(path).parts
+    if path.startswith("/") or ".." in parts:
+        kind = "is absolute" if path.startswith("/") else "goes up with '..'"
+        raise BadInput(f"patch path {path!r} leaves the repository: it {kind}; paths must be relative to its root")
+
+
 def _hunks(pf: PatchedFile) -> list[Hunk]:
     hunks: list[Hunk] = []
     for h in pf:
@@ -71,6 +83,8 @@ def _file_patch(pf: PatchedFile, config: NoChangeConfig) -> FilePatch:
         source = None
     if pf.is_removed_file:
         target = None
+    for named in (source, target):
+        check_inside_repository(named)
     path = target or source or ""
     return FilePatch(
         source_path=source,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,57 @@ def test_stdin_and_git_range(repo: Path, tmp_path: Path, good_patch: str) -> Non
     assert proc.returncode in (0, 1, 2), proc.stderr.decode()
     assert b'"no_change"' in proc.stdout
     assert_bad_input(cascade("review", "--git", "HEAD..HEAD", "--repo", str(repo), cwd=tmp_path), "no changes")
+
+
+@pytest.mark.parametrize(
+    ("inside", "outside", "says"),
+    [("pkg/mod.py", "../outside.py", "goes up with '..'"), ("pkg/mod.py", "pkg/../../outside.py", "goes up with '..'")],
+)
+@pytest.mark.parametrize("git_header", [True, False])
+def test_a_patch_path_outside_the_repository_is_named_so(
+    repo: Path, tmp_path: Path, good_patch: str, inside: str, outside: str, says: str, git_header: bool
+) -> None:
+    text = good_patch.replace(f"a/{inside}", f"a/{outside}").replace(f"b/{inside}", f"b/{outside}")
+    if not git_header:
+        diff_lines = ("---", "+++", "@@", " ", "-", "+")
+        text = "".join(ln for ln in text.splitlines(keepends=True) if ln.startswith(diff_lines))
+    assert text != good_patch and outside in text
+    proc = cascade("review", str(write(tmp_path, "out.diff", text)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "leaves the repository", says)
+
+
+def test_an_absolute_patch_path_is_named_as_leaving_the_repository(repo: Path, tmp_path: Path) -> None:
+    text = "--- /etc/hosts\n+++ /etc/hosts\n@@ -1 +1 @@\n-a\n+b\n"
+    proc = cascade("review", str(write(tmp_path, "abs.diff", text)), "--repo", str(repo), cwd=tmp_path)
+    assert_bad_input(proc, "'/etc/hosts' leaves the repository", "is absolute")
+
+
+def test_every_commands_file_errors_exit_3(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory\n")
+    (tmp_path / "dir").mkdir()
+    cases = [
+        ["bench", "run", "--tasks", "file/tasks.jsonl", "--gold", "--output", "out"],
+        ["bench", "run", "--tasks", "dir", "--gold", "--output", "out"],
+        ["bench", "report", "dir"],
+        ["bench", "report", "file/results.jsonl"],
+        ["bench", "compare", "file", "file", "--output", "missing/compare.md"],
+        ["review", "file/x.diff"],
+        ["review", "--repo", "file", "file"],
+        ["config", "--config", "file/c.yaml"],
+    ]
+    for args in cases:
+        assert_bad_input(cascade(*args, cwd=tmp_path))
+
+
+def test_the_same_options_mean_the_same_on_every_command(tmp_path: Path) -> None:
+    """-q/--quiet and --config FILE on every command that has progress or a config; -h everywhere."""
+    with_config = [["review"], ["config"], ["bench", "run"], ["bench", "redteam"]]
+    with_quiet = [["review"], ["bench", "run"], ["bench", "redteam"]]
+    for command in [*with_config, ["bench", "report"], ["bench", "compare"]]:
+        helped = cascade(*command, "-h", cwd=tmp_path)
+        assert helped.returncode == 0, (command, helped.stderr.decode())
+        text = helped.stdout.decode()
+        if command in with_config:
+            assert re.search(r"--config FILE\b", text), (command, text)
+        if command in with_quiet:
+            assert "-q, --quiet" in text, (command, text)

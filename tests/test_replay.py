@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,7 @@ from cascade.stable import (
 from cascade.stages.no_change import NoChangeStage
 from cascade.stages.reviewer import ReviewerStage
 from cascade.stages.static import StaticStage
+from cascade.tools import find_tool
 from tests.llm_server import Received, Reply, ScriptedServer, vote
 from tests.support import run_git
 
@@ -170,7 +172,9 @@ def test_static_evidence_is_relative_and_its_command_reruns(demo_repo: Path, tmp
     config_dir.mkdir()
     filled = json.dumps(config).replace(PATCHED, str(checkout))
     (config_dir / "pyrightconfig.json").write_text(filled)
+    assert pyright_cmd.startswith(f"cd {PATCHED} && <pyright> "), "the executable is a placeholder, never a path"
     command = pyright_cmd.replace(PATCHED, str(checkout)).replace(PYRIGHT_CONFIG_DIR, str(config_dir))
+    command = command.replace("<pyright>", shlex.quote(find_tool("pyright") or "pyright"))
     rerun = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=300)
     messages = [d["message"] for d in json.loads(rerun.stdout)["generalDiagnostics"]]
     assert '"stdev" is unknown import symbol' in messages

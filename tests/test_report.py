@@ -261,6 +261,8 @@ def test_markdown_is_a_pr_comment_with_stages_diagnostics_and_evidence() -> None
     assert "| ❌ | <code>pkg/report.py:7:26</code> | <code>pyright reportAttributeAccessIssue</code> |" in out
     assert out.count("<details>") == out.count("</details>") == 1
     assert "```bash\npyright --outputjson pkg/report.py\n```" in out
+    assert "```json" not in out, "evidence is a table, not raw JSON"
+    assert "| <code>static</code> | static | yes | 1 patch-caused error(s) in reject classes |" in out
 
 
 def test_markdown_escapes_pr_text_so_it_cannot_add_markup() -> None:
@@ -296,15 +298,15 @@ def test_markdown_shows_reviewer_votes() -> None:
 
 def test_markdown_truncates_under_githubs_comment_limit_with_a_note() -> None:
     many = [diag(line=i, message="m" * 300, fingerprint=f"f{i}") for i in range(1, 400)]
-    huge = Evidence(
-        kind=EvidenceKind.INFO, grounded=True, summary="big", details=RunNote(commands=[], log_excerpt="x" * 50_000)
+    long = Evidence(
+        kind=EvidenceKind.INFO, grounded=True, summary="s" * 400, details=RunNote(commands=[], log_excerpt="x" * 50_000)
     )
     verdict = static_reject(many)
-    verdict.stages[0].evidence.extend([huge] * 20)
+    verdict.stages[0].evidence.extend([long] * 100)
     out = render(verdict, "markdown")
     assert len(out) <= DEFAULT_LIMIT < GITHUB_COMMENT_LIMIT
     assert "…and 299 more." in out  # the diagnostics table is capped at 100 rows
-    assert "**Report truncated**" in out
+    assert "**Report truncated**" in out and "x" * 100 not in out  # evidence details are never dumped raw
     assert out.count("<details>") == out.count("</details>")  # only whole blocks are dropped
     verdict.reason = "r" * 100_000
     assert "r" * 1_000 + "…" in render(verdict, "markdown")  # a huge reason is clipped, not the whole headline lost

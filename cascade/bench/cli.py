@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import click
 
 from cascade.bench.rows import DEFAULT_RESAMPLES, DEFAULT_SEED, BenchCase, TraceRow
-from cascade.errors import BadInput
+from cascade.errors import BadInput, check_output_path
+from cascade.options import config_option, quiet_option
 
 if TYPE_CHECKING:
     from cascade.bench.executors import Executor
@@ -140,7 +141,7 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
     "--jobs", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes (a local Ray's CPUs)."
 )
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=1), help="Seconds per trace.")
-@click.option("--config", "config_file", default=None, help="YAML config for the stages.")
+@config_option("YAML config for the stages.")
 @click.option("--repo", "repo_filter", multiple=True, help="Only these repos (owner/name); repeatable.")
 @click.option("--instance", "instance_filter", multiple=True, help="Only these instance ids; repeatable.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Only the first N cases after filters.")
@@ -155,7 +156,7 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option(
     "--resamples", default=DEFAULT_RESAMPLES, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples."
 )
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@quiet_option("No progress bar.")
 def run_command(
     tasks: str,
     predictions: str | None,
@@ -305,6 +306,8 @@ def compare_command(
     from cascade.bench.report import render_comparison
     from cascade.bench.results import read_rows
 
+    if output:
+        check_output_path(output)
     name_a, rows_a = only_arm(read_rows(a_jsonl), arm_a, a_jsonl, "--arm-a")
     name_b, rows_b = only_arm(read_rows(b_jsonl), arm_b, b_jsonl, "--arm-b")
     result = compare(rows_a, rows_b, name_a, name_b, seed=seed)

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cascade.bench.rows import TraceRow, TraceStatus
-from cascade.errors import BadInput
+from cascade.errors import BadInput, read_input_text
 
 # --- the results file --------------------------------------------------------------------------------------
 
@@ -16,10 +16,7 @@ from cascade.errors import BadInput
 def read_rows(path: str | Path) -> list[TraceRow]:
     """Rows of a results JSONL; a torn last line (a run killed mid-write) is ignored, any other bad line is not."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise BadInput(f"results file not found: {path}") from None
+    lines = read_input_text(path, "results").splitlines()
     rows: list[TraceRow] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

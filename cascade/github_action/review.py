@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from cascade.config import CascadeConfig, parse_config
+from cascade.config import CascadeConfig, parse_yaml_config
 from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
 from cascade.git import git
 from cascade.github_action.api import GitHub, GitHubError, short_error
@@ -89,13 +89,7 @@ def config_from_base(repo: Path, config: str, base: str) -> CascadeConfig:
             f"config {config} is not in the base commit {base[:12]}; the gate reads its config from the base "
             "branch so that a pull request cannot change its own gate"
         ) from None
-    try:
-        raw = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise BadInput(f"{config}: not valid YAML ({type(exc).__name__})") from None
-    if not isinstance(raw, dict):
-        raise BadInput(f"{config}: the config must be a mapping of sections")
-    return parse_config(raw, source=config)
+    return parse_yaml_config(text, config)
 
 
 def review_config(inputs: ActionInputs, base: str, environ: Mapping[str, str]) -> Path | None:

@@ -218,6 +218,9 @@ class OfficialTests(Frozen):
 class ReviewRequest(Frozen):
     repo: str = Field(description="Path of the git repository the patch applies to.")
     base_ref: str = "HEAD"
+    head_commit: str | None = Field(
+        default=None, description="The commit the patch comes from (a range BASE..HEAD); None for a patch file."
+    )
     patch_text: str
     issue_text: str | None = None
     trace: Trace | None = None
@@ -262,6 +265,18 @@ class Cost(BaseModel):
             dollars=self.dollars + other.dollars,
             reuse=self.reuse + other.reuse,
         )
+
+
+WORKING_TREE = "working tree"  # Verdict.head of a patch file: the base's checkout with the patch applied
+
+
+class Phase(BaseModel):
+    """Wall time of one part of a review that is not a stage (checking out the trees, removing them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    seconds: float = 0.0
 
 
 class StageResult(BaseModel):
@@ -324,6 +339,18 @@ class Verdict(BaseModel):
     )
     reproducible: bool = Field(
         default=False, description="True when wall-clock times were left out (every seconds field is 0)."
+    )
+    base_commit: str | None = Field(default=None, description="The commit the patch was applied to (resolved SHA).")
+    head: str | None = Field(
+        default=None,
+        description="The reviewed head: its commit SHA for a range (--git BASE..HEAD), 'working tree' for a patch "
+        "applied to the base's checkout.",
+    )
+    patch_sha256: str = Field(default="", description="sha256 of the patch text as given (UTF-8).")
+    phases: list[Phase] = Field(
+        default_factory=list,
+        description="Wall time outside the stages (setup: checkouts and applying the patch; cleanup). cost.seconds "
+        "is the review's whole wall time: these plus the stages.",
     )
 
     @property

@@ -12,6 +12,7 @@ from typing import cast
 import click
 
 from cascade.config import load_config
+from cascade.options import config_option, quiet_option
 from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus
 from cascade.redteam.models import CaseKind, CaseResult, SuiteReport
 from cascade.redteam.report import write_report
@@ -48,7 +49,7 @@ def _progress(result: CaseResult) -> None:
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only these case kinds.")
 @click.option("--case", "only", multiple=True, help="Only cases whose id contains this text (repeatable).")
 @click.option("--corpus", default=str(DEFAULT_CORPUS), show_default=True, help="Corpus directory.")
-@click.option("--config", "config_file", default=None, help="YAML config for the gate (sandbox limits, stages).")
+@config_option("YAML config for the gate (sandbox limits, stages).")
 @click.option(
     "--output",
     "out_dir",
@@ -58,7 +59,7 @@ def _progress(result: CaseResult) -> None:
     help="Output directory.",
 )
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 8), help="Cases reviewed in parallel.")
-@click.option("--quiet", is_flag=True, help="No per-case progress lines.")
+@quiet_option("No per-case progress lines.")
 def redteam(
     backends: tuple[str, ...],
     kinds: tuple[str, ...],

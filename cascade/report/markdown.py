@@ -1,22 +1,24 @@
-"""`--format markdown`: a GitHub pull-request comment, kept under GitHub's 65,536-character comment limit.
+"""`--format markdown`: a GitHub pull-request comment, kept short and under GitHub's 65,536-character limit.
 
-Everything taken from the patch, the tools or a model is HTML-escaped: the comment must show PR text, never let it
-add markup (a `<details>` or a link) of its own.
+The decision, its reason and the stages come first; the evidence is one collapsed table (a row per item) with the
+commands that reproduce it — never raw JSON, which `--format json` holds. A footer names what was reviewed (base,
+head, the patch's sha256). Everything taken from the patch, the tools or a model is HTML-escaped: the comment must
+show PR text, never let it add markup (a `<details>` or a link) of its own.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
 
-from cascade.models import Decision, Evidence, NoDetails, Verdict
+from cascade.models import Decision, Evidence, Verdict
 from cascade.report import view
 from cascade.stable import placeholders_used, seconds_label
 
 GITHUB_COMMENT_LIMIT = 65_536
 DEFAULT_LIMIT = 60_000  # well under GitHub's limit, leaving room for anything a workflow wraps around it
-MAX_DETAILS_CHARS = 4_000  # one evidence item's JSON details inside its <details> block
+MAX_DETAILS_CHARS = 4_000  # the reproduce commands inside the evidence block
+MAX_SUMMARY_CHARS = 300  # one evidence item's summary in the evidence table
 MAX_TABLE_ROWS = 100
 MARKER = "<!-- cascade-report -->"  # first line: tells a cascade report from other Markdown (the Action checks it)
 MAX_CELL_CHARS = 1_000  # one message or reason; a stage's reason can quote a whole tool output
@@ -130,18 +132,39 @@ def _votes(verdict: Verdict) -> str | None:
     return _table(f"### Reviewer votes ({len(votes)})", "| # | Vote | Rationale |\n|---:|---|---|", body)
 
 
-def _evidence_block(stage: str, e: Evidence) -> str:
-    grounded = "grounded" if e.grounded else "not grounded"
-    summary = f"<summary>{code(stage)} · {e.kind.value} · {grounded}: {cell(e.summary)}</summary>"
-    parts = ["<details>", summary, ""]
-    if e.commands:
+def _evidence(verdict: Verdict) -> str | None:
+    """Every evidence item as one table row, collapsed, with the commands that reproduce them and the legend of the
+    placeholders those commands use."""
+    items = [(s.stage, e) for s in verdict.stages for e in s.evidence]
+    if not items:
+        return None
+    rows = [
+        f"| {code(stage)} | {cell(e.kind.value)} | {_grounded(e)} | {cell(e.summary, MAX_SUMMARY_CHARS)} |"
+        for stage, e in items
+    ]
+    shown = rows[:MAX_TABLE_ROWS] + (
+        [f"| | | | …and {len(rows) - MAX_TABLE_ROWS} more |"] if len(rows) > MAX_TABLE_ROWS else []
+    )
+    parts = ["<details>", f"<summary>Evidence ({len(items)} item(s))</summary>", ""]
+    parts += ["| Stage | Kind | Grounded | Summary |", "|---|---|---|---|", *shown, ""]
+    commands = list(dict.fromkeys(c for _, e in items for c in e.commands))
+    if commands:
         # Code blocks show their body literally, so the commands go in unescaped; the fence cannot be closed early.
-        parts += ["Reproduce:", "", fenced(_clip("\n".join(e.commands), MAX_DETAILS_CHARS), "bash"), ""]
-    if not isinstance(e.details, NoDetails):
-        details = json.dumps(e.details.model_dump(), indent=2, sort_keys=True, default=str)
-        parts += [fenced(_clip(details, MAX_DETAILS_CHARS), "json"), ""]
+        parts += ["Reproduce:", "", fenced(_clip("\n".join(commands), MAX_DETAILS_CHARS), "bash"), ""]
+    legend = _legend(verdict)
+    if legend:
+        parts += [legend, ""]
     parts.append("</details>")
     return "\n".join(parts)
+
+
+def _grounded(e: Evidence) -> str:
+    return "yes" if e.grounded else "no"
+
+
+def _footer(verdict: Verdict) -> str | None:
+    reviewed = view.reviewed_line(verdict)
+    return f"<sub>Reviewed: {cell(reviewed)}</sub>" if reviewed else None
 
 
 def _stripped(verdict: Verdict) -> str | None:
@@ -169,8 +192,10 @@ def _legend(verdict: Verdict) -> str | None:
 
 
 def render_markdown(verdict: Verdict, *, limit: int = DEFAULT_LIMIT) -> str:
-    """The PR comment; at most ``limit`` characters (blocks that do not fit are dropped with a note)."""
-    budget = _Budget(min(limit, GITHUB_COMMENT_LIMIT))
+    """The PR comment; at most ``limit`` characters (blocks that do not fit are dropped with a note; the footer
+    naming what was reviewed always stays)."""
+    footer = _footer(verdict)
+    budget = _Budget(min(limit, GITHUB_COMMENT_LIMIT) - len(footer or "") - 2)
     blocks: list[str | None] = [
         "\n".join(_headline(verdict)),
         _stages_table(verdict),
@@ -178,12 +203,10 @@ def render_markdown(verdict: Verdict, *, limit: int = DEFAULT_LIMIT) -> str:
         _votes(verdict),
         _skipped(verdict),
         _stripped(verdict),
+        _evidence(verdict),
     ]
-    evidence = [_evidence_block(s.stage, e) for s in verdict.stages for e in s.evidence]
-    if evidence:
-        blocks.append("### Evidence")
-        blocks.append(_legend(verdict))
-    for block in [*blocks, *evidence]:
+    for block in blocks:
         if block is not None:
             budget.add(block)
-    return budget.text()
+    text = budget.text()
+    return text + "\n" + footer + "\n" if footer else text

@@ -38,6 +38,9 @@ def _summary(verdict: Verdict) -> RenderableType:
     if verdict.apply_method:
         grid.add_row("Applied by:", Text(verdict.apply_method))
     grid.add_row("Cost:", Text(view.cost_line(verdict)))
+    reviewed = view.reviewed_line(verdict)
+    if reviewed:
+        grid.add_row("Reviewed:", Text(reviewed))
     return Group(title, grid)
 
 

@@ -122,14 +122,31 @@ def vote_fields(vote: Evidence) -> tuple[str, str]:
     return "abstain", vote.summary
 
 
+def reviewed_line(verdict: Verdict) -> str | None:
+    """What exactly was reviewed: the base commit, the head (a commit, or the working tree with the patch), the
+    patch's digest — so a report can be matched to its inputs."""
+    if not verdict.patch_sha256:
+        return None
+    base = verdict.base_commit or "unknown (no checkout)"
+    return f"base {base}, head {verdict.head or 'unknown'}, patch sha256 {verdict.patch_sha256}"
+
+
 def headline(verdict: Verdict) -> str:
     decided_by = f" by {verdict.deciding_stage}" if verdict.deciding_stage else ""
     return f"{verdict.decision.value.upper()}{decided_by} (exit {verdict.exit_code})"
 
 
 def cost_line(verdict: Verdict) -> str:
+    """The review's wall time with what it went into (setup, stages, cleanup), then its LLM spend."""
     c = verdict.cost
-    line = "times left out (reproducible report)" if verdict.reproducible else f"{c.seconds:.2f} s"
+    line = "times left out (reproducible report)" if verdict.reproducible else f"{c.seconds:.2f} s wall"
+    if verdict.phases and not verdict.reproducible:
+        stages = sum(s.cost.seconds for s in verdict.stages)
+        parts = [f"{p.name} {p.seconds:.2f} s" for p in verdict.phases if p.name != "cleanup"]
+        parts += [f"stages {stages:.2f} s"] + [
+            f"{p.name} {p.seconds:.2f} s" for p in verdict.phases if p.name == "cleanup"
+        ]
+        line += f" ({', '.join(parts)})"
     if c.llm_calls:
         line += f", {c.llm_calls} LLM call(s), {c.prompt_tokens + c.completion_tokens} tokens, ${c.dollars:.4f}"
     else:

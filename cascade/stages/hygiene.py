@@ -5,7 +5,8 @@ Two grounded checks over the files the patch adds (new files and rename targets)
 - the base tree's own ignore rules: ``git check-ignore --no-index`` in the base worktree, with the user's global
   excludes file switched off, so only the repository's ``.gitignore`` files decide. A file the project ignores
   reached the patch by accident (an agent's ``git add -A``), whatever its name. Needs a checkout.
-- compiled or generated artifacts by name (``ARTIFACT_FILES`` / ``ARTIFACT_DIRS``): bytecode, native objects,
+- compiled or generated artifacts by name (``hygiene.artifact_files`` / ``hygiene.artifact_dirs``, defaults
+  in cascade/defaults.py; ``extend_artifact_files`` adds to them): bytecode, native objects,
   databases, pickles, coverage data, build/dist/egg-info/Sphinx output, merge leftovers, editor backups, caches.
   A file of an artifact kind is kept when the base tree already tracks a file of the same suffix in the same
   directory (a project's own fixtures, e.g. ``tests/data/v1.pkl`` next to a new ``v2.pkl``), a ``build``/
@@ -30,6 +31,7 @@ import subprocess
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
+from cascade.config import HygieneConfig
 from cascade.context import ReviewContext
 from cascade.git import run_git
 from cascade.models import (
@@ -44,47 +46,6 @@ from cascade.models import (
     StageResult,
 )
 
-ARTIFACT_FILES: dict[str, str] = {  # basename glob → what it is
-    "*.pyc": "Python bytecode",
-    "*.pyo": "Python bytecode",
-    "*.so": "compiled extension",
-    "*.pyd": "compiled extension",
-    "*.dll": "compiled library",
-    "*.dylib": "compiled library",
-    "*.o": "object file",
-    "*.obj": "object file",
-    "*.sqlite": "database",
-    "*.sqlite3": "database",
-    "*.db": "database",
-    "*.pickle": "pickle",
-    "*.pkl": "pickle",
-    ".coverage": "coverage data",
-    ".coverage.*": "coverage data",
-    "*.orig": "merge/patch leftover",
-    "*.rej": "merge/patch leftover",
-    "*~": "editor backup",
-    "*.swp": "editor swap file",
-    "*.swo": "editor swap file",
-    ".#*": "editor lock file",
-    "#*#": "editor autosave",
-    "*.bak": "backup file",
-    ".DS_Store": "OS metadata",
-}
-ARTIFACT_DIRS: dict[str, str] = {  # directory name glob (any depth) → what it holds
-    "__pycache__": "Python bytecode cache",
-    "*.egg-info": "packaging metadata",
-    ".eggs": "packaging cache",
-    "build": "build output",
-    "dist": "build output",
-    "_build": "Sphinx build output",
-    ".pytest_cache": "pytest cache",
-    ".mypy_cache": "mypy cache",
-    ".ruff_cache": "ruff cache",
-    ".tox": "tox environments",
-    ".nox": "nox environments",
-    "htmlcov": "coverage report",
-    ".ipynb_checkpoints": "notebook checkpoints",
-}
 PACKAGE_DIR_NAMES = {"build", "dist"}  # names that are source, not output, when they hold a Python package
 ASSET_SUFFIXES = {  # binary kinds a repository keeps on purpose (images, fonts, documents, archives, media)
     ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".bmp", ".tif", ".tiff", ".eps", ".pdf", ".ps",
@@ -99,12 +60,14 @@ def added_paths(patch: Patch) -> list[str]:
     return [f.target_path for f in patch.files if f.target_path and (f.is_added or f.is_rename)]
 
 
-def artifact_kind(path: str, is_package_dir: set[str]) -> str | None:
-    """What generated kind ``path`` is by its name, or None. ``is_package_dir`` holds directories known to be
-    Python packages (``build``/``dist`` there are source)."""
+def artifact_kind(path: str, is_package_dir: set[str], rules: HygieneConfig | None = None) -> str | None:
+    """What generated kind ``path`` is by its name (``rules``: the configured patterns), or None.
+    ``is_package_dir`` holds directories known to be Python packages (``build``/``dist`` there are source)."""
+    rules = rules or HygieneConfig()
+    dirs, files = rules.artifact_dirs, rules.artifact_files
     parts = PurePosixPath(path).parts
     for depth, name in enumerate(parts[:-1]):
-        for glob, what in ARTIFACT_DIRS.items():
+        for glob, what in dirs.items():
             if not fnmatchcase(name, glob):
                 continue
             directory = "/".join(parts[: depth + 1])
@@ -112,14 +75,17 @@ def artifact_kind(path: str, is_package_dir: set[str]) -> str | None:
                 continue
             return f"{what} ({glob}/)"
     base = parts[-1] if parts else path
-    for glob, what in ARTIFACT_FILES.items():
+    for glob, what in files.items():
         if fnmatchcase(base, glob):
             return f"{what} ({glob})"
     return None
 
 
 def artifact_findings(
-    patch: Patch, tracked: set[str] | None = None, packages: set[str] | None = None
+    patch: Patch,
+    tracked: set[str] | None = None,
+    packages: set[str] | None = None,
+    rules: HygieneConfig | None = None,
 ) -> list[ArtifactFinding]:
     """Artifact-by-name findings; ``tracked`` (base-tree paths) keeps a project's own fixtures, ``packages`` its
     ``build``/``dist`` packages. Both are optional so the check runs without a checkout."""
@@ -129,7 +95,7 @@ def artifact_findings(
     for path in added_paths(patch):
         if path in empty:
             continue
-        kind = artifact_kind(path, packages)
+        kind = artifact_kind(path, packages, rules)
         if kind is None or (tracked is not None and _sibling_tracked(path, tracked)):
             continue
         found.append(ArtifactFinding(path=path, why=kind, check="artifact"))
@@ -188,13 +154,15 @@ def package_dirs(tree: Path) -> set[str]:
     return {d for d in parents if PurePosixPath(d).name in PACKAGE_DIR_NAMES}
 
 
-def hygiene_findings(patch: Patch, base: Path | None) -> tuple[list[ArtifactFinding], str | None]:
+def hygiene_findings(
+    patch: Patch, base: Path | None, rules: HygieneConfig | None = None
+) -> tuple[list[ArtifactFinding], str | None]:
     """All findings, and why the ``.gitignore`` check could not run (None when it ran)."""
     paths = added_paths(patch)
     if base is None:
-        return artifact_findings(patch), "no checkout of the base tree: its .gitignore was not consulted"
+        return artifact_findings(patch, rules=rules), "no checkout of the base tree: its .gitignore was not consulted"
     tracked = tracked_paths(base, {str(PurePosixPath(p).parent) for p in paths})
-    found = artifact_findings(patch, tracked, package_dirs(base))
+    found = artifact_findings(patch, tracked, package_dirs(base), rules)
     ignored, error = ignored_paths(base, paths)
     listed = {f.path for f in found}
     found += [
@@ -237,7 +205,7 @@ class HygieneStage:
                 commands=["git diff --summary BASE | grep 'mode 120000'"],
             )
             return StageResult(stage=self.name, outcome=Outcome.REJECT, reason=summary, evidence=[link])
-        found, not_run = hygiene_findings(ctx.patch, workspace.base_dir if workspace else None)
+        found, not_run = hygiene_findings(ctx.patch, workspace.base_dir if workspace else None, ctx.config.hygiene)
         evidence: list[Evidence] = []
         binaries = [f.path for f in ctx.patch.binary_files]
         if binaries:

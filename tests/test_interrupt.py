@@ -1,0 +1,118 @@
+"""Ctrl-C: a real SIGINT to a real `cascade review` process while it runs static tools or a sandboxed test run.
+The command exits 130 within 2 s, with one line on stderr (no blank first line), and leaves nothing behind: no
+temporary directory of its own, no worktree registered in the repository, no process still working on its trees."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cascade.interrupt import EXIT_INTERRUPTED
+from tests.support import MakeRepo, diff_of, run_git
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT_SECONDS = 2.0
+SLOW_TEST = (
+    "import time\n\nfrom pkg.mod import value\n\n\ndef test_value():\n    time.sleep(60)\n    assert value() == 1\n"
+)
+
+
+def start_review(repo: Path, patch: str, tmp: Path, *extra: str) -> subprocess.Popen[str]:
+    (tmp / "fix.diff").write_text(patch)
+    env = {**os.environ, "TMPDIR": str(tmp / "t"), "PYTHONPATH": str(ROOT)}
+    (tmp / "t").mkdir()
+    argv = [sys.executable, "-m", "cascade", "review", str(tmp / "fix.diff"), "--repo", str(repo), "--format", "json"]
+    return subprocess.Popen([*argv, *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(tmp: Path, prefix: str, proc: subprocess.Popen[str], timeout: float = 240) -> None:
+    """Until a temporary directory named ``prefix…`` exists under the run's TMPDIR (the stage is under way)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p.name.startswith(prefix) for p in (tmp / "t").iterdir()):
+            time.sleep(0.3)  # the tool inside it has started
+            return
+        assert proc.poll() is None, f"review ended before {prefix}: {proc.communicate()}"
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no {prefix}* directory within {timeout} s")
+
+
+def interrupt(proc: subprocess.Popen[str]) -> tuple[float, str]:
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("cascade review did not exit within 30 s of SIGINT")
+    return time.monotonic() - started, stderr
+
+
+def processes_mentioning(text: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{entry.name}: {cmdline[:200]}")
+    return found
+
+
+def assert_left_nothing(repo: Path, tmp: Path) -> None:
+    time.sleep(0.3)
+    assert sorted(p.name for p in (tmp / "t").iterdir()) == [], "temporary directories left behind"
+    listed = run_git(repo, "worktree", "list", "--porcelain").splitlines()
+    worktrees = [ln for ln in listed if ln.startswith("worktree ")]
+    assert worktrees == [f"worktree {repo}"], worktrees
+    assert processes_mentioning(str(tmp / "t")) == []
+
+
+def assert_prompt_exit(proc: subprocess.Popen[str], seconds: float, stderr: str) -> None:
+    assert proc.returncode == EXIT_INTERRUPTED == 130, stderr
+    assert seconds < PROMPT_SECONDS, f"exit took {seconds:.2f} s"
+    lines = stderr.splitlines()
+    assert lines and lines[0].strip(), f"blank first line: {stderr!r}"
+    assert lines[-1] == "cascade: interrupted", stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_static_exits_130_promptly_and_cleans_up(make_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_repo({"pkg/__init__.py": "", "pkg/mod.py": "def value():\n    return 1\n"})
+    patch = diff_of(repo, {"pkg/mod.py": "def value():\n    return 2\n"})
+    proc = start_review(repo, patch, tmp_path, "--config", str(write_config(tmp_path, probes=False)))
+    wait_for(tmp_path, "cascade-pyright-", proc)
+    seconds, stderr = interrupt(proc)
+    assert_prompt_exit(proc, seconds, stderr)
+    assert_left_nothing(repo, tmp_path)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_sandboxed_test_run_exits_130_promptly_and_cleans_up(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    files = {"pkg/__init__.py": "", "pkg/mod.py": "def value():\n    return 1\n", "tests/test_mod.py": SLOW_TEST}
+    repo = make_repo(files)
+    patch = diff_of(repo, {"pkg/mod.py": "def value():\n    return 1  # same\n\n\nX = 2\n"})
+    proc = start_review(repo, patch, tmp_path, "--config", str(write_config(tmp_path, probes=True)))
+    wait_for(tmp_path, "cascade-run-", proc)
+    seconds, stderr = interrupt(proc)
+    assert_prompt_exit(proc, seconds, stderr)
+    assert_left_nothing(repo, tmp_path)
+
+
+def write_config(tmp: Path, *, probes: bool) -> Path:
+    config = tmp / "config.yaml"
+    text = "env:\n  use_current_interpreter: true\n"
+    text += "probes:\n  enabled: true\n" if probes else "probes:\n  enabled: false\n"
+    config.write_text(text)
+    return config
