@@ -38,9 +38,13 @@ class FakeGitHub:
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, body)
     next_id: int = 9000
     url: str = ""
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    review_comments: list[dict[str, Any]] = field(default_factory=list)
+    # (pr, path) → the lines its diff shows; as on GitHub, a review with a comment elsewhere is refused whole
+    diff_lines: dict[str, set[int]] | None = None
 
     def writes(self) -> list[tuple[str, str, str]]:
-        return [r for r in self.requests if r[0] in {"POST", "PATCH"}]
+        return [r for r in self.requests if r[0] in {"POST", "PATCH", "PUT"}]
 
     def handle(self, method: str, target: str, body: str, auth: str | None) -> tuple[int, Any, dict[str, str]]:
         self.requests.append((method, target, body))
@@ -53,13 +57,74 @@ class FakeGitHub:
         if method == "GET" and (m := re.fullmatch(rf"{prefix}/issues/(\d+)", path)):
             issue = self.issues.get(int(m.group(1)))
             return (200, issue, {}) if issue else (404, {"message": "Not Found"}, {})
-        if self.read_only and method in {"POST", "PATCH"}:
+        if self.read_only and method in {"POST", "PATCH", "PUT"}:
             return 403, {"message": "Resource not accessible by integration"}, {}
         if method == "POST" and (m := re.fullmatch(rf"{prefix}/issues/(\d+)/comments", path)):
             return 201, self._create(int(m.group(1)), json.loads(body)["body"]), {}
         if method == "PATCH" and (m := re.fullmatch(rf"{prefix}/issues/comments/(\d+)", path)):
             return self._update(int(m.group(1)), json.loads(body)["body"])
+        return self._pulls(method, path, query, body)
+
+    # -- pull-request reviews (POST /pulls/N/reviews takes the line comments; PUT edits only the body) ----------
+
+    def _pulls(self, method: str, path: str, query: dict[str, list[str]], body: str) -> tuple[int, Any, dict[str, str]]:
+        prefix = f"/repos/{OWNER_REPO}/pulls"
+        page = int(query.get("page", ["1"])[0])
+        if method == "GET" and (m := re.fullmatch(rf"{prefix}/(\d+)/reviews", path)):
+            return self._paged([self._review_out(r) for r in self.reviews if r["pr"] == int(m.group(1))], page, path)
+        if method == "GET" and (m := re.fullmatch(rf"{prefix}/(\d+)/reviews/(\d+)/comments", path)):
+            mine = [c for c in self.review_comments if c["review"] == int(m.group(2))]
+            return self._paged([self._comment_out(c) for c in mine], page, path)
+        if method == "POST" and (m := re.fullmatch(rf"{prefix}/(\d+)/reviews", path)):
+            return self._create_review(int(m.group(1)), json.loads(body))
+        if method == "PUT" and (m := re.fullmatch(rf"{prefix}/(\d+)/reviews/(\d+)", path)):
+            review = next((r for r in self.reviews if r["id"] == int(m.group(2))), None)
+            if review is None:
+                return 404, {"message": "Not Found"}, {}
+            review["body"] = json.loads(body)["body"]
+            return 200, self._review_out(review), {}
+        if method == "PATCH" and (m := re.fullmatch(rf"{prefix}/comments/(\d+)", path)):
+            comment = next((c for c in self.review_comments if c["id"] == int(m.group(1))), None)
+            if comment is None:
+                return 404, {"message": "Not Found"}, {}
+            comment["body"] = json.loads(body)["body"]
+            return 200, self._comment_out(comment), {}
         return 404, {"message": "Not Found"}, {}
+
+    def _create_review(self, number: int, data: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        if data.get("event") not in {"COMMENT", "APPROVE", "REQUEST_CHANGES"} or not data.get("commit_id"):
+            return 422, {"message": "Unprocessable Entity: event and commit_id are required"}, {}
+        for comment in data.get("comments", []):
+            shown = (self.diff_lines or {}).get(comment["path"], set())
+            if self.diff_lines is not None and (comment.get("side") != "RIGHT" or comment["line"] not in shown):
+                return 422, {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]}, {}
+        self.next_id += 1
+        review = {"id": self.next_id, "pr": number, "body": data.get("body", ""), "commit_id": data["commit_id"],
+                  "user": {"login": "github-actions[bot]", "type": "Bot"}}  # fmt: skip
+        self.reviews.append(review)
+        for comment in data.get("comments", []):
+            self.next_id += 1
+            self.review_comments.append({"id": self.next_id, "review": review["id"], **comment})
+        return 200, self._review_out(review), {}
+
+    def _paged(self, items: list[dict[str, Any]], page: int, path: str) -> tuple[int, Any, dict[str, str]]:
+        chunk = items[(page - 1) * self.page_size : page * self.page_size]
+        headers = {}
+        if page * self.page_size < len(items):
+            nxt = f"{self.url}{path}?per_page=100&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        return 200, chunk, headers
+
+    def _review_out(self, review: dict[str, Any]) -> dict[str, Any]:
+        html_url = f"https://github.com/{OWNER_REPO}/pull/{review['pr']}#pullrequestreview-{review['id']}"
+        return {**{k: v for k, v in review.items() if k != "pr"}, "html_url": html_url, "state": "COMMENTED"}
+
+    def _comment_out(self, comment: dict[str, Any]) -> dict[str, Any]:
+        html_url = f"https://github.com/{OWNER_REPO}/pull/{PR_NUMBER}#discussion_r{comment['id']}"
+        return {**{k: v for k, v in comment.items() if k != "review"}, "html_url": html_url}
+
+    def review_writes(self) -> list[tuple[str, str, str]]:
+        return [r for r in self.requests if r[0] in {"POST", "PUT", "PATCH"} and "/pulls/" in r[1]]
 
     def _list(self, number: int, page: int) -> tuple[int, Any, dict[str, str]]:
         mine = [c for c in self.comments if c["issue"] == number]
@@ -109,7 +174,7 @@ def serve(fake: FakeGitHub) -> Iterator[FakeGitHub]:
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_PATCH = _any
+        do_GET = do_POST = do_PATCH = do_PUT = _any
 
         def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
             pass

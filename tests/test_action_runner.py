@@ -55,11 +55,13 @@ BASE_FILES = {
     "tests/__init__.py": "",
     "tests/test_stats.py": "from pkg.stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n",
 }
-# The agent's PR: first a comment-only change (Stage 0 rejects it), then a push that still changes nothing real.
+# The agent's PR: first a comment-only change (Stage 0 rejects it), then a push with an undefined name on a line it
+# adds (Stage 1 rejects it, with a diagnostic at pkg/stats.py:3 for a line comment of the PR review).
 PR_COMMITS = [
     "def mean(values):\n    # the arithmetic mean\n    return sum(values) / len(values)\n",
-    "def mean(values):\n    # the arithmetic mean of the values\n    return sum(values) / len(values)  # float\n",
+    "def mean(values):\n    # the arithmetic mean of the values\n    return sum(values) / len(valuez)\n",
 ]
+UNDEFINED_AT = ("pkg/stats.py", 3)
 # A fork's PR with a real change: every stage runs and, without a model, the gate stays uncertain.
 FORK_FIX = (
     "def mean(values):\n    if not values:\n        raise ValueError('mean of nothing')\n"
@@ -128,7 +130,7 @@ class ActRun:
         return "\n".join(json.dumps(e) for e in self.events) + self.stderr
 
     def writes(self) -> list[tuple[str, str, str]]:
-        return [r for r in self.requests if r[0] in {"POST", "PATCH"}]
+        return [r for r in self.requests if r[0] in {"POST", "PATCH", "PUT"}]
 
 
 @dataclass
@@ -202,14 +204,30 @@ def commit(repo: Path, files: dict[str, str], message: str) -> str:
     return run_git(repo, "rev-parse", "HEAD").strip()
 
 
+def diff_lines(repo: Path, base: str, head: str) -> dict[str, set[int]]:
+    """The new-side lines of each hunk of base...head, read from git's hunk headers (as GitHub shows the diff)."""
+    shown: dict[str, set[int]] = {}
+    path = ""
+    for line in run_git(repo, "diff", f"{base}...{head}").splitlines():
+        if line.startswith("+++ b/"):
+            path = line[len("+++ b/") :]
+        elif match := re.match(r"@@ -\S+ \+(\d+)(?:,(\d+))? @@", line):
+            start, count = int(match.group(1)), int(match.group(2) or 1)
+            shown.setdefault(path, set()).update(range(start, start + count))
+    return shown
+
+
 @pytest.fixture(scope="module")
 def runs(setup: Setup) -> dict[str, ActRun]:
-    """Three runs in order: the PR opened (gate rejects, fail-on reject), a push to it (still rejected, fail-on
-    never), and a fork's PR (a real change; forks get a read-only token and no secrets)."""
+    """Four runs in order: the PR opened (gate rejects, fail-on reject), a push to it (rejected with a static
+    finding on the diff, fail-on never), the same push's job re-run, and a fork's PR (a real change; forks get a
+    read-only token and no secrets). The GitHub stand-in refuses review comments off the diff, as GitHub does."""
     with_key = {"GITHUB_TOKEN": TOKEN, "LLM_API_KEY": LLM_KEY}
+    setup.github.diff_lines = diff_lines(setup.repo, setup.shas["base"], setup.shas["push2"])
     return {
         "opened": run_act(setup, "pull_request_opened", "push1", fail_on="reject", secrets=with_key),
         "synchronize": run_act(setup, "pull_request_synchronize", "push2", fail_on="never", secrets=with_key),
+        "rerun": run_act(setup, "pull_request_synchronize", "push2", fail_on="reject", secrets=with_key),
         "fork": run_act(setup, "pull_request_fork", "fork", fail_on="reject", secrets={"GITHUB_TOKEN": TOKEN}),
     }
 
@@ -224,25 +242,28 @@ def test_the_job_fails_on_a_reject_under_reject_and_passes_under_never(runs: dic
     assert opened.step_result(GATE) == "failure"
     assert "::error title=cascade gate::reject: no code change left" in opened.printed(GATE)
     assert pushed.job_result == "success" and pushed.returncode == 0, pushed.log[-4000:]
-    assert "cascade gate: reject by no_change; fail-on never → exit 0" in pushed.printed(GATE)
+    assert "cascade gate: reject by static; fail-on never → exit 0" in pushed.printed(GATE)
 
 
 def test_outputs_reach_a_later_step(runs: dict[str, ActRun]) -> None:
     # The later step reads decision and stage, and the report at report-path (with jq), after a failed gate step too.
     reason = "no code change left after stripping 1 test-only or cosmetic hunk(s)"
-    for name in ("opened", "synchronize"):
-        assert runs[name].printed(LATER) == f"cascade: reject (stage no_change): {reason}\n", runs[name].log[-4000:]
-        assert runs[name].step_result(LATER) == "success"
+    assert runs["opened"].printed(LATER) == f"cascade: reject (stage no_change): {reason}\n", runs["opened"].log[-4000:]
+    pushed = runs["synchronize"].printed(LATER)
+    assert pushed.startswith("cascade: reject (stage static): 1 patch-caused error(s)"), runs["synchronize"].log[-4000:]
+    assert all(runs[name].step_result(LATER) == "success" for name in ("opened", "synchronize"))
     fork = runs["fork"].printed(LATER)
     assert fork.startswith("cascade: uncertain (stage none): no stage reached a decision"), runs["fork"].log[-4000:]
 
 
-def test_the_step_summary_holds_the_report(runs: dict[str, ActRun]) -> None:
+def test_the_step_summary_holds_the_report(runs: dict[str, ActRun], setup: Setup) -> None:
     opened = runs["opened"]
     assert opened.summary.startswith("<!-- cascade-report -->\n## ❌ cascade: **reject**"), opened.summary[:500]
     comment = json.loads(next(body for method, _, body in opened.writes() if method == "POST"))["body"]
     report = comment.split("\n<sub>cascade gate")[0]
     assert opened.summary.startswith(report), "the summary and the PR comment show the same report"
+    reviewed = f"<sub>Reviewed: base {setup.shas['base']}, head {setup.shas['push1']}, patch sha256 "
+    assert re.search(re.escape(reviewed) + r"[0-9a-f]{64}</sub>", comment), comment[-600:]
     fork = runs["fork"].summary
     assert "**uncertain**" in fork and "fork PR: the token is read-only, so no PR comment was written" in fork
 
@@ -258,11 +279,34 @@ def test_every_stage_runs_under_the_runner(runs: dict[str, ActRun]) -> None:
 
 
 def test_one_comment_created_on_opened_and_edited_on_synchronize(runs: dict[str, ActRun], setup: Setup) -> None:
-    assert [m for m, _, _ in runs["opened"].writes()] == ["POST"]
-    assert [m for m, _, _ in runs["synchronize"].writes()] == ["PATCH"]
+    assert [m for m, _, _ in runs["opened"].writes()] == ["POST"]  # no finding with a line: no review
+    assert [m for m, _, _ in runs["synchronize"].writes()] == ["PATCH", "POST"]  # the comment, then the review
     (comment,) = [c for c in setup.github.comments if MARKER in c["body"]]
     assert runs["synchronize"].writes()[0][1] == f"/repos/{OWNER_REPO}/issues/comments/{comment['id']}"
     assert f"head `{setup.shas['push2'][:12]}`" in comment["body"]
+    assert "```json" not in comment["body"], "the summary comment holds tables, not raw JSON"
+
+
+def test_a_pr_review_anchors_the_static_finding_at_its_line(runs: dict[str, ActRun], setup: Setup) -> None:
+    pushed = runs["synchronize"]
+    posted = [json.loads(body) for method, path, body in pushed.writes() if method == "POST" and "/reviews" in path]
+    assert len(posted) == 1, pushed.writes()
+    (review,) = posted
+    assert (review["commit_id"], review["event"]) == (setup.shas["push2"], "COMMENT")
+    (comment,) = review["comments"]
+    assert (comment["path"], comment["line"], comment["side"]) == (*UNDEFINED_AT, "RIGHT")
+    assert "valuez" in comment["body"] and "decides the reject" in comment["body"]
+    assert f"head={setup.shas['push2']}" in review["body"] and "summary comment" in review["body"]
+    assert "::notice" not in pushed.printed(GATE), pushed.printed(GATE)  # the review went through (no 422)
+
+
+def test_a_rerun_of_the_same_commit_updates_its_review_and_never_duplicates_it(
+    runs: dict[str, ActRun], setup: Setup
+) -> None:
+    rerun = runs["rerun"]
+    assert [m for m, _, _ in rerun.writes()] == ["PATCH", "PUT"], rerun.writes()  # the comment, the review's body
+    assert len(setup.github.reviews) == 1 and len(setup.github.review_comments) == 1
+    assert rerun.job_result == "failure"  # fail-on reject this time: the verdict is the same
 
 
 def test_a_fork_pr_writes_no_comment_and_does_not_fail_for_it(runs: dict[str, ActRun]) -> None:

@@ -21,6 +21,7 @@ from cascade.config import load_config
 from cascade.errors import BadInput
 from cascade.github_action.api import next_page
 from cascade.github_action.event import IssueComment, parse_formats, read_inputs
+from cascade.github_action.pr_review import MAX_REVIEW_COMMENTS, plan_review
 from cascade.github_action.publish import (
     COMMENT_LIMIT,
     MARKER,
@@ -31,7 +32,7 @@ from cascade.github_action.publish import (
 )
 from cascade.github_action.review import ReviewRun, linked_issue_numbers, review_config, review_env
 from cascade.github_action.run import gate_exit_code
-from cascade.models import Decision, Verdict
+from cascade.models import Decision, Diagnostic, Evidence, EvidenceKind, Outcome, StageResult, Verdict
 from cascade.sandbox.process import is_secret_name
 from tests.github_support import (
     FIXTURES,
@@ -387,10 +388,16 @@ def test_fail_on_table() -> None:
 
     table = {(d, f): gate_exit_code(verdict(d), f) for d in Decision for f in ("reject", "uncertain", "never")}
     assert table == {
-        (Decision.ACCEPT, "reject"): 0, (Decision.ACCEPT, "uncertain"): 0, (Decision.ACCEPT, "never"): 0,
-        (Decision.REJECT, "reject"): 1, (Decision.REJECT, "uncertain"): 1, (Decision.REJECT, "never"): 0,
-        (Decision.UNCERTAIN, "reject"): 0, (Decision.UNCERTAIN, "uncertain"): 2, (Decision.UNCERTAIN, "never"): 0,
-    }  # fmt: skip
+        (Decision.ACCEPT, "reject"): 0,
+        (Decision.ACCEPT, "uncertain"): 0,
+        (Decision.ACCEPT, "never"): 0,
+        (Decision.REJECT, "reject"): 1,
+        (Decision.REJECT, "uncertain"): 1,
+        (Decision.REJECT, "never"): 0,
+        (Decision.UNCERTAIN, "reject"): 0,
+        (Decision.UNCERTAIN, "uncertain"): 2,
+        (Decision.UNCERTAIN, "never"): 0,
+    }
     could_not_run = ReviewRun(exit_code=4, message="boom", report_path=Path("r.json"))
     assert {gate_exit_code(could_not_run, f) for f in ("reject", "uncertain", "never")} == {4}
 
@@ -507,3 +514,103 @@ def test_readme_workflow_is_the_safe_one() -> None:
     gate = next(s for s in job["steps"] if s.get("id") == "cascade")
     action_inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
     assert set(gate.get("with", {})) <= set(action_inputs)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The PR review: line comments for located findings, one review per head commit, a dry run that posts nothing
+
+VALUEZ = "def mean(values):\n    return sum(values) / len(valuez)\n"  # F821 on an added line: a static reject
+
+
+@pytest.fixture
+def valuez_repo(pr_repo: dict[str, Any]) -> dict[str, Any]:
+    repo = pr_repo["path"]
+    run_git(repo, "checkout", "-q", "-b", "valuez", pr_repo["base"])
+    (repo / "pkg/stats.py").write_text(VALUEZ)
+    run_git(repo, "commit", "-qam", "valuez")
+    pr_repo["valuez"] = run_git(repo, "rev-parse", "HEAD").strip()
+    run_git(repo, "checkout", "-q", "main")
+    return pr_repo
+
+
+def test_dry_run_prints_the_comment_and_the_review_and_posts_nothing(
+    tmp_path: Path, github: FakeGitHub, valuez_repo: dict[str, Any]
+) -> None:
+    run = run_action(tmp_path, github, valuez_repo, "pull_request_opened", "valuez", config="", dry_run="true")
+    assert run.code == 1 and run.outputs["decision"] == "reject", run.stdout + run.stderr
+    assert github.writes() == [], "a dry run posts nothing"
+    assert "cascade gate (dry run): the PR comment it would write:" in run.stdout
+    assert "<!-- cascade-report -->" in run.stdout
+    payload = json.loads(run.stdout.split("line comment(s)):\n", 1)[1].split("\n}\n", 1)[0] + "\n}")
+    (comment,) = payload["comments"]  # ruff's F821 and pyright's undefined variable: one comment at their line
+    assert (comment["path"], comment["line"], comment["side"]) == ("pkg/stats.py", 2, "RIGHT")
+    assert "ruff F821" in comment["body"] and "pyright reportUndefinedVariable" in comment["body"]
+    assert payload["commit_id"] == valuez_repo["valuez"] and payload["event"] == "COMMENT"
+    assert "dry run: nothing was posted" in run.summary
+
+
+def test_the_review_is_written_once_per_head_and_updated_on_a_rerun(
+    tmp_path: Path, github: FakeGitHub, valuez_repo: dict[str, Any]
+) -> None:
+    github.diff_lines = {"pkg/stats.py": {1, 2}}
+    # A person's review quoting the marker of this head is not the gate's own.
+    github.reviews.append(
+        {
+            "id": 1,
+            "pr": 42,
+            "body": f"<!-- cascade-review head={valuez_repo['valuez']} --> lgtm",
+            "commit_id": valuez_repo["valuez"],
+            "user": {"login": "someone", "type": "User"},
+        }
+    )
+    first = run_action(tmp_path, github, valuez_repo, "pull_request_opened", "valuez", config="")
+    assert first.outputs["review-url"].endswith(f"#pullrequestreview-{github.reviews[1]['id']}"), first.stdout
+    assert len(github.reviews) == 2 and len(github.review_comments) == 1
+    assert github.review_comments[0]["line"] == 2 and "valuez" in github.review_comments[0]["body"]
+    second = run_action(tmp_path, github, valuez_repo, "pull_request_synchronize", "valuez", config="")
+    assert second.outputs["review-url"] == first.outputs["review-url"]
+    assert len(github.reviews) == 2 and len(github.review_comments) == 1, "updated, never duplicated"
+    assert [m for m, p, _ in github.review_writes()] == ["POST", "PUT"]
+    assert github.reviews[0]["body"].endswith("lgtm")
+
+
+def test_a_finding_off_the_diff_goes_in_the_review_body_and_comments_stay_within_the_limit() -> None:
+    diagnostics = [
+        Diagnostic(
+            tool="ruff", rule="F821", path="pkg/a.py", line=n, message=f"Undefined name `x{n}`", fingerprint=f"f{n}"
+        )
+        for n in range(1, 61)
+    ]
+    stage = StageResult(
+        stage="static",
+        outcome=Outcome.REJECT,
+        evidence=[
+            Evidence(
+                kind=EvidenceKind.STATIC,
+                grounded=True,
+                summary="s",
+                diagnostics=diagnostics,
+                details={"rejecting": True},
+            )
+        ],
+    )
+    verdict = Verdict(decision=Decision.REJECT, deciding_stage="static", reason="r", stages=[stage])
+    plan = plan_review(verdict, "c0ffee" * 6 + "abcd", {"pkg/a.py": set(range(3, 61))})
+    assert len(plan.comments) == MAX_REVIEW_COMMENTS
+    assert all(c.line in range(3, 61) for c in plan.comments)
+    assert len({(c.path, c.line) for c in plan.comments}) == MAX_REVIEW_COMMENTS
+    assert len(plan.not_anchored) == 60 - MAX_REVIEW_COMMENTS
+    assert "`pkg/a.py:1` (not on this diff)" in plan.body and "(over the comment limit)" in plan.body
+    assert len(json.dumps(plan.payload())) < 1_000_000
+
+
+def test_every_action_input_and_output_is_documented_in_the_readme() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    section = (ROOT / "README.md").read_text().split("## Gate agent pull requests (GitHub Action)", 1)[1]
+    rows = dict(re.findall(r"^\| `([\w-]+)` \| ([^|]+) \|", section, re.M))
+    assert set(rows) == set(action["inputs"]), "the README's input table lists every input of action.yml, no more"
+    for name, spec in action["inputs"].items():
+        shown = rows[name].strip()
+        assert str(spec["default"]) in shown or shown.startswith("("), (name, shown, spec["default"])
+    for name in action["outputs"]:
+        assert f"`{name}`" in section, name

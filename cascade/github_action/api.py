@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from cascade.github_action.event import Issue, IssueComment
+from cascade.github_action.event import Issue, IssueComment, PullReview, PullReviewComment
 
 HTTP_TIMEOUT_SECONDS = 20.0
 MAX_COMMENT_PAGES = 30  # 3,000 comments at 100 a page: enough for any PR, and a bound on API calls
@@ -60,16 +60,40 @@ class GitHub:
         data, _ = self.request("GET", self.url(f"/issues/{number}"))
         return Issue.model_validate(data)
 
-    def list_comments(self, number: int) -> list[IssueComment]:
-        comments: list[IssueComment] = []
-        url: str | None = self.url(f"/issues/{number}/comments?per_page=100")
+    def _pages(self, path: str) -> list[Any]:
+        """Every item of a paginated listing, following the `Link` header (at most MAX_COMMENT_PAGES pages)."""
+        items: list[Any] = []
+        url: str | None = self.url(f"{path}?per_page=100")
         for _ in range(MAX_COMMENT_PAGES):
             if url is None:
                 break
             data, link = self.request("GET", url)
-            comments += [IssueComment.model_validate(item) for item in data or []]
+            items += list(data or [])
             url = next_page(link)
-        return comments
+        return items
+
+    def list_comments(self, number: int) -> list[IssueComment]:
+        return [IssueComment.model_validate(item) for item in self._pages(f"/issues/{number}/comments")]
+
+    def list_reviews(self, number: int) -> list[PullReview]:
+        return [PullReview.model_validate(item) for item in self._pages(f"/pulls/{number}/reviews")]
+
+    def list_review_comments(self, number: int, review_id: int) -> list[PullReviewComment]:
+        items = self._pages(f"/pulls/{number}/reviews/{review_id}/comments")
+        return [PullReviewComment.model_validate(item) for item in items]
+
+    def create_review(self, number: int, body: dict[str, Any]) -> PullReview:
+        """One submitted review (``event: COMMENT``) with its line comments, in one request."""
+        data, _ = self.request("POST", self.url(f"/pulls/{number}/reviews"), body)
+        return PullReview.model_validate(data)
+
+    def update_review(self, number: int, review_id: int, body: str) -> PullReview:
+        data, _ = self.request("PUT", self.url(f"/pulls/{number}/reviews/{review_id}"), {"body": body})
+        return PullReview.model_validate(data)
+
+    def update_review_comment(self, comment_id: int, body: str) -> PullReviewComment:
+        data, _ = self.request("PATCH", self.url(f"/pulls/comments/{comment_id}"), {"body": body})
+        return PullReviewComment.model_validate(data)
 
     def create_comment(self, number: int, body: str) -> IssueComment:
         data, _ = self.request("POST", self.url(f"/issues/{number}/comments"), {"body": body})

@@ -80,6 +80,22 @@ class IssueComment(Payload):
     user: Account | None = None
 
 
+class PullReview(Payload):
+    id: int
+    body: str | None = None
+    html_url: str = ""
+    commit_id: str | None = None
+    user: Account | None = None
+
+
+class PullReviewComment(Payload):
+    id: int
+    body: str | None = None
+    path: str = ""
+    line: int | None = None
+    html_url: str = ""
+
+
 def load_event(event_name: str, event_path: Path) -> PullRequestEvent:
     if event_name not in PULL_REQUEST_EVENTS:
         got = event_name or "no event"
@@ -107,6 +123,8 @@ class ActionInputs(BaseModel):
     model: str | None = None
     fail_on: FailOn = "reject"
     comment: bool = True
+    review: bool = True
+    dry_run: bool = False
     formats: list[Literal["markdown", "sarif", "text"]] = Field(default_factory=list)
     token: SecretStr = SecretStr("")
     event_name: str = ""
@@ -155,6 +173,8 @@ def read_inputs(env: dict[str, str]) -> ActionInputs:
             "model": env.get("INPUT_MODEL") or None,
             "fail_on": fail_on,
             "comment": parse_bool(env.get("INPUT_COMMENT") or "true", "comment"),
+            "review": parse_bool(env.get("INPUT_REVIEW") or "true", "review"),
+            "dry_run": parse_bool(env.get("INPUT_DRY_RUN") or "false", "dry-run"),
             "formats": parse_formats(env.get("INPUT_FORMAT") or "markdown"),
             "token": env.get("INPUT_GITHUB_TOKEN", ""),
             "event_name": env.get("GITHUB_EVENT_NAME", ""),

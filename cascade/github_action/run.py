@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError
 from cascade.github_action.api import GitHub
 from cascade.github_action.credentials import note_for, remove_persisted_credentials
-from cascade.github_action.event import ActionInputs, FailOn, load_event, read_inputs
+from cascade.github_action.event import ActionInputs, FailOn, PullRequestEvent, load_event, read_inputs
+from cascade.github_action.pr_review import (
+    ReviewPlan,
+    ReviewResult,
+    diff_lines,
+    plan_review,
+    publish_review,
+    review_skipped,
+)
 from cascade.github_action.publish import (
+    CommentResult,
     annotate,
     comment_body,
     emit_annotations,
@@ -56,16 +66,28 @@ def run_action(inputs: ActionInputs) -> int:
         notes += [removed] if removed else []
         run = run_review(inputs, pr.base.sha, pr.head.sha, issue_file)
     markdown = report_markdown(run, pr.head.sha)
-    comment = publish_comment(inputs, event, comment_body(markdown, pr.head.sha, inputs.run_url))
-    if comment.note:
-        notes.append(comment.note)
-        annotate("warning" if comment.action == "failed" else "notice", f"{comment.note}; the report is in the summary")
+    body = comment_body(markdown, pr.head.sha, inputs.run_url)
+    shown = diff_lines(inputs.workspace, pr.base.sha, pr.head.sha) if run.verdict is not None else {}
+    if inputs.dry_run:
+        print_dry_run(body, plan_review(run.verdict, pr.head.sha, shown) if run.verdict is not None else None)
+        comment = CommentResult(action="skipped", note="dry run: nothing was posted (the action printed it)")
+        review = ReviewResult(action="skipped")
+    else:
+        comment = publish_comment(inputs, event, body)
+        plan = plan_review(run.verdict, pr.head.sha, shown, comment.url) if run.verdict is not None else None
+        review = write_review(inputs, event, plan)
+    for result in (comment, review):
+        if result.note:
+            notes.append(result.note)
+            kind = "warning" if result.action == "failed" else "notice"
+            annotate(kind, f"{result.note}; the report is in the summary")
 
     outputs = {
         "decision": run.verdict.decision.value if run.verdict else "error",
         "stage": (run.verdict.deciding_stage or "") if run.verdict else "",
         "report-path": str(run.report_path) if run.verdict else "",
         "comment-url": comment.url,
+        "review-url": review.url,
     }
     if run.verdict is not None:
         outputs |= write_extra_reports(inputs, run.verdict)
@@ -73,6 +95,28 @@ def run_action(inputs: ActionInputs) -> int:
     write_summary(inputs.summary_path, markdown, notes)
     write_outputs(inputs.output_path, outputs)
     return finish(run, inputs.fail_on)
+
+
+def write_review(inputs: ActionInputs, event: PullRequestEvent, plan: ReviewPlan | None) -> ReviewResult:
+    """The line-anchored review beside the summary comment (cascade/github_action/pr_review.py)."""
+    skipped = review_skipped(inputs, event)
+    if plan is None:
+        return ReviewResult(action="skipped")
+    if skipped is not None:
+        return ReviewResult(action="skipped", note=skipped if plan.comments else "")
+    github = GitHub(inputs.api_url, event.repository.full_name, inputs.token)
+    return publish_review(github, event.pull_request.number, plan)
+
+
+def print_dry_run(comment: str, plan: ReviewPlan | None) -> None:
+    """What the action would post, printed instead of posted (input dry-run: true; README, local recipe)."""
+    print("cascade gate (dry run): the PR comment it would write:")
+    print(comment)
+    if plan is None or not plan.comments:
+        print("cascade gate (dry run): no PR review (no finding has a line in the diff)")
+        return
+    print(f"cascade gate (dry run): the PR review it would write ({len(plan.comments)} line comment(s)):")
+    print(json.dumps(plan.payload(), indent=2, ensure_ascii=False))
 
 
 def finish(run: ReviewRun, fail_on: FailOn) -> int:
