@@ -21,7 +21,7 @@ from cascade.models import Patch
 from cascade.workspace.apply import apply_patch
 from cascade.workspace.links import make_private, make_tree_private
 from cascade.workspace.pristine import PristineCheckouts
-from cascade.workspace.repository import missing_object_line, resolve_commit, resolve_repo
+from cascade.workspace.repository import missing_object_line, resolve_commit, resolve_repo, worktree_lock
 
 
 class Workspace:
@@ -93,7 +93,8 @@ class Workspace:
         assert self._checkouts is not None
         self._worktrees.append(path)
         try:
-            git(self.repo, "worktree", "add", "--no-checkout", "--detach", "--force", str(path), self.base_commit)
+            with worktree_lock(self.repo, exclusive=False):
+                git(self.repo, "worktree", "add", "--no-checkout", "--detach", "--force", str(path), self.base_commit)
             index = self._checkouts.link_into(self.repo, self.base_commit, path)
             shutil.copyfile(index, _admin_dir(path) / "index")
         except (CascadeError, OSError):
@@ -103,7 +104,8 @@ class Workspace:
     def _add_worktree(self, path: Path) -> None:
         self._worktrees.append(path)  # registered first: a failed add still leaves an entry to remove
         try:
-            git(self.repo, "worktree", "add", "--detach", "--force", str(path), self.base_commit)
+            with worktree_lock(self.repo, exclusive=False):
+                git(self.repo, "worktree", "add", "--detach", "--force", str(path), self.base_commit)
         except CascadeError as exc:
             cause = missing_object_line(str(exc))
             if cause is None:
@@ -117,7 +119,8 @@ class Workspace:
         for path in self._worktrees:
             shutil.rmtree(path, ignore_errors=True)
         if self._worktrees:
-            git(self.repo, "worktree", "prune", check=False)
+            with worktree_lock(self.repo, exclusive=True):
+                git(self.repo, "worktree", "prune", check=False)
         self._worktrees.clear()
 
     def close(self) -> None:

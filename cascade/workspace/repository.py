@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from cascade.errors import BadInput
@@ -52,3 +55,24 @@ def missing_object_line(git_error: str) -> str | None:
     # "fatal: Could not reset index file to revision 'HEAD'." is the line users search for; name it when present
     reset = [ln for ln in hits if "Could not reset index file" in ln]
     return (reset or hits)[0].removeprefix("fatal: ")
+
+
+@contextmanager
+def worktree_lock(repo: Path, *, exclusive: bool) -> Iterator[None]:
+    """Concurrent reviews of one repository (a benchmark's workers) must not run ``git worktree prune`` while another
+    ``git worktree add`` is half done: prune deletes the new admin directory before add has written its lock file,
+    and the add fails ("failed to read .git/worktrees/…/commondir"; measured: 5 of 480 adds with four concurrent
+    loops). Adds share this lock, a prune takes it alone. The lock file lives in the repository's git directory."""
+    common = run_git(repo, "rev-parse", "--git-common-dir").stdout.strip() or ".git"
+    path = (repo / common).resolve() / "cascade-worktrees.lock"
+    try:
+        handle = path.open("a")
+    except OSError:  # a read-only repository: no concurrent writer of ours can be there either
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
