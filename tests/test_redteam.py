@@ -10,6 +10,7 @@ existing tests); the PR's own tests â€” where every case's side effect happens â
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import site
@@ -40,7 +41,7 @@ from cascade.models import (
 from cascade.redteam.cli import redteam
 from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus, make_target_repo
 from cascade.redteam.evaluate import judge
-from cascade.redteam.models import MUST_CATCH, Backend, RedteamCase, SuiteReport
+from cascade.redteam.models import MUST_CATCH, Backend, CaseResult, RedteamCase, SuiteReport
 from cascade.redteam.report import write_report
 from cascade.redteam.runner import DOCKER_ENV_CACHE, probe_backend, run_suite
 from cascade.redteam.safety import (
@@ -438,3 +439,66 @@ def test_cli_writes_jsonl_and_markdown_for_a_benign_case(tmp_path: Path) -> None
     lines = (tmp_path / "o" / "redteam.jsonl").read_text().splitlines()
     assert len(lines) == 1 and '"outcome":"clean"' in lines[0]
     assert "| benign-supply-chain-crash-reproduction | bwrap | clean |" in (tmp_path / "o" / "redteam.md").read_text()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A case whose test never ran is an error with its cause, never a miss (an install without pytest)
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_PYTEST_CASES = ["unsafe-credential-access-unit-test", "benign-credential-access-unit-test"]
+
+
+@pytest.fixture(scope="module")
+def python_without_pytest(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """cascade installed as `pip install cascade-gate` installs it (no extras): pytest is not importable there, so
+    neither in the sandbox's test runs, which use this interpreter on bwrap."""
+    uv = shutil.which("uv") or str(Path(sysconfig.get_path("scripts")) / "uv")
+    if not Path(uv).exists() or probe_backend("bwrap", CascadeConfig())[0] is None:
+        pytest.skip("needs uv and a working bwrap backend")
+    where = tmp_path_factory.mktemp("nopytest") / "venv"
+    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(where)], check=True, timeout=300)
+    env = {**os.environ, "VIRTUAL_ENV": str(where)}
+    subprocess.run([uv, "pip", "install", "-q", "-e", str(ROOT)], check=True, timeout=900, env=env)
+    python = str(where / "bin" / "python")
+    assert subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode != 0
+    return python
+
+
+@pytest.mark.slow
+def test_cases_whose_tests_cannot_run_are_error_rows_with_the_cause(python_without_pytest: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = [python_without_pytest, "-m", "cascade", "bench", "redteam", "--backend", "bwrap", "--output", str(out)]
+    argv += [arg for case in [*NO_PYTEST_CASES, "trace-credential-access"] for arg in ("--case", case)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = (out / "redteam.jsonl").read_text().splitlines()
+    rows = {r.case: r for r in (CaseResult.model_validate_json(line) for line in lines)}
+    for case in NO_PYTEST_CASES:
+        assert rows[case].outcome == "error", rows[case]
+        assert "tests did not run: pytest" in (rows[case].error or ""), rows[case].error
+    assert rows["trace-credential-access"].outcome == "caught"  # its evidence is the trace: no test needed
+    (bwrap,) = [s for s in json.loads((out / "summary.json").read_text())["backends"] if s["backend"] == "bwrap"]
+    assert (bwrap["errors"], bwrap["trace_caught"], bwrap["caught"]) == (2, 1, 0)
+    assert "errors 2" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_case_reviewed_without_a_runnable_test_is_an_error_not_a_miss(python_without_pytest: str) -> None:
+    """Past the suite's environment check: the review runs, Stage 2 cannot run the case's test, and the case's
+    row says so instead of counting a miss (or a clean twin)."""
+    script = (
+        "import sys, tempfile\n"
+        "from pathlib import Path\n"
+        "from cascade.config import CascadeConfig\n"
+        "from cascade.redteam.corpus import DEFAULT_CORPUS, load_corpus, make_target_repo\n"
+        "from cascade.redteam.runner import case_config, run_case\n"
+        "(case,) = load_corpus(DEFAULT_CORPUS, only=[sys.argv[1]])\n"
+        "repo = make_target_repo(Path(tempfile.mkdtemp()) / 't', DEFAULT_CORPUS)\n"
+        "print(run_case(case, repo, case_config(CascadeConfig(), 'bwrap'), 'bwrap').model_dump_json())\n"
+    )
+    for case in NO_PYTEST_CASES:
+        done = subprocess.run([python_without_pytest, "-c", script, case], capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr
+        row = CaseResult.model_validate_json(done.stdout.strip().splitlines()[-1])
+        assert row.outcome == "error", row
+        assert "did not run" in (row.error or "") and "No module named pytest" in (row.error or ""), row.error

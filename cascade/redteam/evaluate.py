@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import re
 
+from cascade.models import Outcome as StageOutcome
 from cascade.models import SideEffect, SideEffectDetails, TraceScanDetails, Verdict
-from cascade.redteam.models import MUST_CATCH, EvidenceRule, Outcome, RedteamCase
+from cascade.redteam.models import MUST_CATCH, TESTED_KINDS, EvidenceRule, Outcome, RedteamCase
+
+# How Stage 2 says a run of a test produced no result (cascade/stages/probes/judging.py): the test never ran.
+_NOT_RUN = ("setup error", "inconclusive", "wrote no report", "could not run")
+UNPROVEN = {"missed", "clean"}  # outcomes that say nothing when the case's test never ran
 
 
 def effect_records(verdict: Verdict) -> list[SideEffect]:
@@ -29,6 +34,22 @@ def _effect_details(verdict: Verdict) -> list[SideEffectDetails | TraceScanDetai
     for stage in verdict.stages:
         found += [e.details for e in stage.evidence if isinstance(e.details, (SideEffectDetails, TraceScanDetails))]
     return found
+
+
+def tests_not_run(case: RedteamCase, verdict: Verdict) -> str | None:
+    """Why the case's own test never ran in Stage 2 (its runs ended without a test result), or None. A miss or a
+    clean pass then proves nothing about the gate: the case is an error with this cause."""
+    if case.spec.kind not in TESTED_KINDS:
+        return None
+    probes = next((s for s in verdict.stages if s.stage == "probes"), None)
+    if probes is None:
+        return None  # an earlier stage decided: Stage 2 was not needed
+    if probes.outcome == StageOutcome.SKIPPED:
+        return f"Stage 2 did not run: {probes.reason}"
+    for evidence in probes.evidence:
+        if case.spec.test_file in evidence.summary and any(marker in evidence.summary for marker in _NOT_RUN):
+            return f"the case's test did not run: {evidence.summary}"
+    return None
 
 
 def rule_matches(rule: EvidenceRule, record: SideEffect) -> bool:

@@ -17,6 +17,8 @@ Outcome = Literal["caught", "missed", "clean", "false_alarm", "rejected_other", 
 UNSAFE_KINDS: frozenset[str] = frozenset({"unsafe"})
 # Kinds that count toward the catch rate (must be rejected with the expected evidence).
 MUST_CATCH: frozenset[str] = frozenset({"unsafe", "trace"})
+# Kinds judged by what their pull request's test does when it runs: a run that never happened proves nothing.
+TESTED_KINDS: frozenset[str] = frozenset({"unsafe", "benign"})
 
 
 class Frozen(BaseModel):

@@ -13,14 +13,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from cascade.config import CascadeConfig, EnvConfig
 from cascade.errors import CascadeError, ToolUnavailable
 from cascade.execution.envs import Environment, EnvSpec, current_environment, ensure_environment
 from cascade.models import ReviewRequest
 from cascade.redteam.corpus import DEFAULT_CORPUS, make_target_repo
-from cascade.redteam.evaluate import allowed_count, judge
-from cascade.redteam.models import Backend, BackendSummary, CaseResult, RedteamCase, SuiteReport
+from cascade.redteam.evaluate import UNPROVEN, allowed_count, judge, tests_not_run
+from cascade.redteam.models import TESTED_KINDS, Backend, BackendSummary, CaseResult, RedteamCase, SuiteReport
 from cascade.redteam.safety import LoopbackListeners, preflight, refuse_unsafe_on_none
 from cascade.sandbox.base import Sandbox
 from cascade.sandbox.select import BACKENDS, get_sandbox, isolating_backends
@@ -93,11 +94,21 @@ def _checked_backend(sandbox: Sandbox, env: EnvConfig, backend: Backend) -> dict
     return preflight(sandbox, environment.python, environment.exposed_paths())
 
 
-def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Backend) -> CaseResult:
-    from cascade.pipeline import review  # imported late: the pipeline pulls in every stage
+def runner_missing(report: dict[str, object], config: CascadeConfig, backend: Backend) -> str | None:
+    """Why the backend's test environment cannot run any case's test (pytest or coverage not importable there)."""
+    missing = report.get("test_runner_missing")
+    if not isinstance(missing, list) or not missing:
+        return None
+    env = case_config(config, backend).env
+    where = "cascade's own interpreter" if env.use_current_interpreter else f"the environment of {env.python}"
+    return (
+        f"tests did not run: {', '.join(map(str, missing))} not importable in {where} inside the sandbox "
+        "(install cascade with the dev extra, or name an environment with pytest in env.python / env.packages)"
+    )
 
-    started = time.perf_counter()
-    base = {
+
+def case_identity(case: RedteamCase, backend: Backend) -> dict[str, Any]:
+    return {
         "case": case.id,
         "kind": case.spec.kind,
         "domain": case.spec.domain,
@@ -105,6 +116,13 @@ def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Back
         "backend": backend,
         "expected": list(case.spec.expect.evidence),
     }
+
+
+def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Backend) -> CaseResult:
+    from cascade.pipeline import review  # imported late: the pipeline pulls in every stage
+
+    started = time.perf_counter()
+    base = case_identity(case, backend)
     request = ReviewRequest(
         repo=str(repo), patch_text=case.patch_text, issue_text=case.issue_text, trace=case.trace, config=config
     )
@@ -119,6 +137,10 @@ def run_case(case: RedteamCase, repo: Path, config: CascadeConfig, backend: Back
         )
     outcome, matched, harmful, missing = judge(case, verdict)
     benign = allowed_count(verdict)
+    not_run = tests_not_run(case, verdict) if outcome in UNPROVEN else None
+    if not_run is not None:
+        seconds = round(time.perf_counter() - started, 2)
+        return CaseResult(**base, outcome="error", error=not_run, decision=verdict.decision.value, seconds=seconds)
     return CaseResult(
         **base,
         outcome=outcome,
@@ -140,8 +162,10 @@ def _run_backend(
     corpus: Path,
     jobs: int,
     progress: Progress | None,
+    missing: str | None = None,
 ) -> list[CaseResult]:
-    """Every case on one backend; ``jobs`` worker threads, each with its own target repository."""
+    """Every case on one backend; ``jobs`` worker threads, each with its own target repository. ``missing``: why
+    no test can run in this backend's environment — its tested cases are error rows without a review."""
     local = threading.local()
     with tempfile.TemporaryDirectory(prefix="cascade-redteam-") as tmp:
         counter = iter(range(10_000))
@@ -155,7 +179,10 @@ def _run_backend(
             return local.repo
 
         def one(case: RedteamCase) -> CaseResult:
-            result = run_case(case, repo(), case_config(config, backend), backend)
+            if missing and case.spec.kind in TESTED_KINDS:
+                result = CaseResult(**case_identity(case, backend), outcome="error", error=missing)
+            else:
+                result = run_case(case, repo(), case_config(config, backend), backend)
             if progress is not None:
                 progress(result)
             return result
@@ -219,7 +246,7 @@ def run_suite(
                 summaries.append(BackendSummary(backend=backend, available=False, reason=str(exc)))
                 continue
             started = time.perf_counter()
-            mine = _run_backend(backend, cases, config, corpus, jobs, progress)
+            mine = _run_backend(backend, cases, config, corpus, jobs, progress, runner_missing(report, config, backend))
             results.extend(mine)
             summaries.append(summarize(backend, mine, time.perf_counter() - started, report))
         listener_report = listeners.report()

@@ -21,14 +21,17 @@ from cascade.sandbox.base import RunSpec, Sandbox
 from cascade.sandbox.select import BACKENDS
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1")
+# What the suite's Stage 2 runs need from the test environment: without them no case's tests can run at all.
+TEST_RUNNER_MODULES = ("pytest", "coverage")
 _PREFLIGHT = (
-    "import json, os, sys\n"
+    "import json, os, sys, importlib.util\n"
     "home = os.path.expanduser('~')\n"
     "def ident(p):\n"
     "    s = os.stat(p)\n"
     "    return [s.st_dev, s.st_ino]\n"
+    f"missing = [m for m in {TEST_RUNNER_MODULES!r} if importlib.util.find_spec(m) is None]\n"
     "print(json.dumps({'home': home, 'home_id': ident(home), 'tmp_id': ident('/tmp'),\n"
-    "                  'tempdir': __import__('tempfile').gettempdir()}))\n"
+    "                  'tempdir': __import__('tempfile').gettempdir(), 'missing': missing}))\n"
 )
 
 
@@ -149,6 +152,7 @@ def preflight(sandbox: Sandbox, python: str = sys.executable, exposed: list[str]
         "sandbox_tempdir": seen["tempdir"],
         "home_private": seen["home_id"] != home_id,
         "tmp_private": seen["tmp_id"] != tmp_id,
+        "test_runner_missing": list(seen.get("missing", [])),
     }
     if not (report["home_private"] and report["tmp_private"]):
         raise CascadeError(
