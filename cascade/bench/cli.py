@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from cascade.bench.repos import RepoResolver
 
 RESULTS_FILE = "results.jsonl"
+DATA_ENV = "CASCADE_SWEBENCH_DIR"  # the SWE-bench data directory (README, "Benchmark against SWE-bench labels")
+REPOS_ENV = "CASCADE_REPOS_DIR"
 COMMAND_FILE = "COMMAND.txt"
 RUNS_FILE = "runs.jsonl"
 DEFAULT_CACHE = Path.home() / ".cache" / "cascade" / "repos"
@@ -34,6 +36,18 @@ PATH = click.Path(path_type=str)
 @click.group()
 def bench() -> None:
     """Replay SWE-bench-format predictions through the gate and score it against execution labels."""
+
+
+def in_data_dir(path: str | None, data_dir: str | None, option: str) -> str | None:
+    """``path`` as given when it exists (or is absolute), else under ``data_dir``; a relative path found in neither
+    is bad input that says where it was looked for and how to name the data directory."""
+    if path is None or Path(path).is_absolute() or Path(path).exists():
+        return path
+    if data_dir and (Path(data_dir) / path).exists():
+        return str(Path(data_dir) / path)
+    unset = f"and no data directory is set ({DATA_ENV} or --data-dir)"
+    where = f"nor under --data-dir {data_dir}" if data_dir else unset
+    raise BadInput(f"{option} {path}: not found here {where}")
 
 
 def _load_cases(
@@ -95,6 +109,14 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 
 
 @bench.command("run")
+@click.option(
+    "--data-dir",
+    default=None,
+    envvar=DATA_ENV,
+    show_envvar=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Where relative --tasks, --predictions, --results and --trajs paths are found when they are not here.",
+)
 @click.option("--tasks", default=None, help="SWE-bench task rows (JSONL, Hugging Face schema).")
 @click.option("--predictions", default=None, help="Predictions JSONL: instance_id, model_name_or_path, model_patch.")
 @click.option("--results", default=None, help='Harness results JSON {"resolved": [...]}; none = all acceptable.')
@@ -119,6 +141,8 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @click.option(
     "--repos-dir",
     default=None,
+    envvar=REPOS_ENV,
+    show_envvar=True,
     help="Local repositories: DIR/<owner>__<name>, DIR/<owner>/<name>, or DIR/<owner>+<name>/repo; bare or not.",
 )
 @click.option("--cache-dir", default=str(DEFAULT_CACHE), show_default=True, help="Where --clone puts repositories.")
@@ -144,7 +168,12 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 @config_option("YAML config for the stages.")
 @click.option("--repo", "repo_filter", multiple=True, help="Only these repos (owner/name); repeatable.")
 @click.option("--instance", "instance_filter", multiple=True, help="Only these instance ids; repeatable.")
-@click.option("--limit", default=None, type=click.IntRange(min=1), help="Only the first N cases after filters.")
+@click.option(
+    "--limit",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Only N cases after filters, stratified by label (each label class present, shares kept).",
+)
 @click.option("--available-only", is_flag=True, help="Only cases whose repository is available locally.")
 @click.option("--retry-errors", is_flag=True, help="Re-run rows that crashed or timed out.")
 @click.option(
@@ -158,7 +187,8 @@ def _record_invocation(out_dir: Path, summary_json: str) -> None:
 )
 @quiet_option("No progress bar.")
 def run_command(
-    tasks: str,
+    data_dir: str | None,
+    tasks: str | None,
     predictions: str | None,
     results: str | None,
     trajs: str | None,
@@ -191,6 +221,7 @@ def run_command(
 ) -> None:
     """Replay one prediction set; rows are appended to OUTPUT/results.jsonl (re-running resumes)."""
     from cascade.bench.arms import get_arm
+    from cascade.bench.data import stratified
     from cascade.bench.repos import RepoResolver
     from cascade.bench.results import read_rows
     from cascade.bench.runner import RunOptions, run_bench
@@ -202,6 +233,15 @@ def run_command(
     runner = _executor(executor, ray_address, jobs, repos_dir, cache_dir, clone, url_template)
     arms = [get_arm(name) for name in dict.fromkeys(arm_names)]
     config = with_llm_overrides(load_config(config_file), model, api_base=api_base)
+    tasks, predictions, results, trajs = (
+        in_data_dir(path, data_dir, option)
+        for path, option in (
+            (tasks, "--tasks"),
+            (predictions, "--predictions"),
+            (results, "--results"),
+            (trajs, "--trajs"),
+        )
+    )
     cases, without_task = _load_cases(tasks, predictions, results, trajs, gold, with_tests)
     if tasks is None and not (commit_files or commit_ranges):
         raise BadInput("nothing to replay: give --tasks with a prediction set, or --commits / --commit-range")
@@ -212,7 +252,7 @@ def run_command(
     cases = [c for c in cases if (not instance_filter or c.instance_id in instance_filter)]
     if available_only:
         cases = [c for c in cases if resolver.resolve(c.repo).available]
-    cases = cases[:limit] if limit else cases
+    cases = stratified(cases, limit) if limit else cases  # small samples keep every label class
     if without_task:
         click.echo(f"{len(without_task)} prediction(s) have no task row in {tasks} and are not replayed", err=True)
     out = Path(out_dir)

@@ -239,3 +239,21 @@ class DevData:
     def resolved_submissions(self, split: str = "lite") -> list[Prediction]:
         """Patches of other agents the official harness marked resolved (all acceptable)."""
         return load_predictions(self.root / "resolved-submissions" / f"{split}.preds.jsonl")
+
+
+def stratified(cases: list[BenchCase], limit: int) -> list[BenchCase]:
+    """At most ``limit`` cases, every label class present while the limit allows (one each, largest classes first)
+    and the remaining slots shared in proportion to the classes' sizes (highest averages); the first cases of each
+    class, in their original order. A small ``--limit`` then still measures both catch and over-rejection."""
+    if limit >= len(cases):
+        return list(cases)
+    classes: dict[LabelClass, list[int]] = {}
+    for index, case in enumerate(cases):
+        classes.setdefault(case.label, []).append(index)
+    quota = dict.fromkeys(classes, 0)
+    for label in sorted(classes, key=lambda k: -len(classes[k]))[:limit]:
+        quota[label] = 1
+    for _ in range(limit - sum(quota.values())):
+        open_classes = [k for k in classes if quota[k] < len(classes[k])]
+        quota[max(open_classes, key=lambda k: len(classes[k]) / (quota[k] + 1))] += 1
+    return [cases[i] for i in sorted(i for label, found in classes.items() for i in found[: quota[label]])]

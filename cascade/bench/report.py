@@ -185,14 +185,17 @@ def render_markdown(metrics: BenchMetrics, rows: list[TraceRow]) -> str:
     return "\n".join(lines)
 
 
-def plot_risk_coverage(metrics: BenchMetrics, path: Path) -> None:
-    """One curve per arm: coverage and risk of the cascade stopped after each stage."""
+def plot_risk_coverage(metrics: BenchMetrics, path: Path) -> list[str]:
+    """One curve per arm: coverage and risk of the cascade stopped after each stage. An arm that decided nothing
+    has no point to draw: the chart says so in words (an empty chart would look like a rendering failure).
+    Returns the notes written on the chart."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    undecided: list[str] = []
     for arm in metrics.arms.values():
         points = [
             (s.stage, s.cumulative.coverage.value, s.cumulative.risk.value)
@@ -200,11 +203,15 @@ def plot_risk_coverage(metrics: BenchMetrics, path: Path) -> None:
             if s.cumulative.coverage.value is not None and s.cumulative.risk.value is not None
         ]
         if not points:
+            undecided.append(arm.arm)
             continue
         xs, ys = [p[1] for p in points], [p[2] for p in points]
         ax.plot(xs, ys, marker="o", label=arm.arm)
         for stage, x, y in points:
             ax.annotate(stage, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    notes = [undecided_note(metrics, undecided)] if undecided or not metrics.arms else []
+    for note in notes:
+        ax.text(0.5, 0.5, note, ha="center", va="center", wrap=True, transform=ax.transAxes, fontsize=10)
     ax.set_xlabel("coverage (decided fraction)")
     ax.set_ylabel("risk (error rate among decided)")
     ax.set_xlim(0, 1)
@@ -216,6 +223,15 @@ def plot_risk_coverage(metrics: BenchMetrics, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return notes
+
+
+def undecided_note(metrics: BenchMetrics, undecided: list[str]) -> str:
+    if not metrics.arms:
+        return "nothing to plot: no result rows"
+    if len(undecided) == len(metrics.arms):
+        return "nothing was decided: every trace ended uncertain\n(coverage 0, so risk is undefined)"
+    return f"nothing decided by {', '.join(undecided)}\n(coverage 0: no point to draw)"
 
 
 def write_outputs(

@@ -8,18 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from cascade.bench.arms import Arm
 from cascade.bench.executors import Executor, ExecutorSpec, make_executor
+from cascade.bench.progress import progress_bar
 from cascade.bench.repos import RepoResolver
 from cascade.bench.results import drop_rows, failed_keys, prepare_output
 from cascade.bench.rows import BenchCase, TraceJob, TraceRow
@@ -81,20 +73,6 @@ def plan_jobs(
     return planned, skipped
 
 
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[last]}"),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )
-
-
 def run_bench(
     cases: list[BenchCase],
     arms: list[Arm],
@@ -114,7 +92,7 @@ def run_bench(
     statuses: Counter[str] = Counter()
     decisions: Counter[str] = Counter()
     started = time.perf_counter()
-    with _progress(options.progress) as progress, output.open("a", encoding="utf-8") as sink:
+    with progress_bar(options.progress) as progress, output.open("a", encoding="utf-8") as sink:
         task = progress.add_task("bench", total=len(planned), last="")
 
         def on_row(row: TraceRow) -> None:
