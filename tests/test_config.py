@@ -93,13 +93,13 @@ def test_config_names_come_from_the_registries(monkeypatch: pytest.MonkeyPatch) 
 def test_extend_keys_add_to_the_defaults_and_cascade_config_prints_the_merged_lists(tmp_path: Path) -> None:
     path = tmp_path / "extend.yaml"
     path.write_text(
-        "static:\n  extend_ruff_select: [T10]\n  extend_reject_rules: ['ruff:T100']\n"
+        "static:\n  extend_ruff_select: [T20]\n  extend_reject_rules: ['ruff:T201:added-library-line']\n"
         "hygiene:\n  extend_artifact_files: {'*.log': log file}\n  extend_artifact_dirs: {'.venv': virtualenv}\n"
         "no_change:\n  extend_test_globs: ['checks/**']\n  extend_docs_globs: ['*.adoc']\n"
     )
     config, defaults = load_config(path), CascadeConfig()
-    assert config.static.reject_rules == [*defaults.static.reject_rules, "ruff:T100"]
-    assert config.static.ruff_select == [*defaults.static.ruff_select, "T10"]
+    assert config.static.reject_rules == [*defaults.static.reject_rules, "ruff:T201:added-library-line"]
+    assert config.static.ruff_select == [*defaults.static.ruff_select, "T20"]
     assert config.hygiene.artifact_files == {**defaults.hygiene.artifact_files, "*.log": "log file"}
     assert config.hygiene.artifact_dirs == {**defaults.hygiene.artifact_dirs, ".venv": "virtualenv"}
     assert config.no_change.test_globs == [*defaults.no_change.test_globs, "checks/**"]
@@ -116,8 +116,8 @@ def test_extend_keys_add_to_the_defaults_and_cascade_config_prints_the_merged_li
 
 def test_an_extension_adds_to_a_replaced_list_and_repeats_nothing(tmp_path: Path) -> None:
     path = tmp_path / "both.yaml"
-    path.write_text("static:\n  reject_rules: ['ruff:F821']\n  extend_reject_rules: ['ruff:T100', 'ruff:F821']\n")
-    assert load_config(path).static.reject_rules == ["ruff:F821", "ruff:T100"]
+    path.write_text("static:\n  reject_rules: ['ruff:F821']\n  extend_reject_rules: ['ruff:T201', 'ruff:F821']\n")
+    assert load_config(path).static.reject_rules == ["ruff:F821", "ruff:T201"]
 
 
 def test_a_wrong_extension_type_names_the_key(tmp_path: Path) -> None:
@@ -128,22 +128,27 @@ def test_a_wrong_extension_type_names_the_key(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_extend_reject_rules_rejects_a_breakpoint_with_the_defaults_kept(make_repo: MakeRepo, tmp_path: Path) -> None:
-    """A real review: ruff T100 is added by two extend_* keys, and the default rules still reject their own."""
+def test_extend_reject_rules_adds_a_rule_with_the_defaults_kept(make_repo: MakeRepo, tmp_path: Path) -> None:
+    """A real review: print() left in library code rejects only when two extend_* keys add it; the default rules
+    still reject their own (an undefined name, a debugger call: ruff T100 is a default since it was measured)."""
     repo = make_repo({"pkg/__init__.py": "", "pkg/mod.py": "def f(x):\n    return x + 1\n"})
+    printed = diff_of(repo, {"pkg/mod.py": "def f(x):\n    print(x)\n    return x + 1\n"})
     debugged = diff_of(repo, {"pkg/mod.py": "def f(x):\n    breakpoint()\n    return x + 1\n"})
     undefined = diff_of(repo, {"pkg/mod.py": "def f(x):\n    return y + 1\n"})
-    extended = parse_config({"static": {"extend_ruff_select": ["T10"], "extend_reject_rules": ["ruff:T100"]}})
+    rule = "ruff:T201:added-library-line"
+    extended = parse_config({"static": {"extend_ruff_select": ["T20"], "extend_reject_rules": [rule]}})
     stages = [NoChangeStage(), StaticStage()]
 
     def decided(patch: str, config: CascadeConfig) -> tuple[Decision, str]:
         verdict = review(ReviewRequest(repo=str(repo), patch_text=patch, config=config), stages=stages)
         return verdict.decision, verdict.reason
 
-    decision, reason = decided(debugged, extended)
-    assert decision == Decision.REJECT and "ruff:T100" in reason, reason
-    assert decided(undefined, extended)[0] == Decision.REJECT  # F821 on an added line: a default rule
-    assert decided(debugged, CascadeConfig())[0] != Decision.REJECT
+    decision, reason = decided(printed, extended)
+    assert decision == Decision.REJECT and rule in reason, reason
+    assert decided(printed, CascadeConfig())[0] != Decision.REJECT
+    for patch, cls in ((undefined, "ruff:F821:added-line"), (debugged, "ruff:T100")):
+        decision, reason = decided(patch, extended)
+        assert decision == Decision.REJECT and cls in reason, reason
 
 
 def test_extend_artifact_files_rejects_a_new_kind_of_file_with_the_defaults_kept(make_repo: MakeRepo) -> None:
