@@ -102,9 +102,9 @@ def machine_placeholders(tools: tuple[tuple[str, str], ...] = (), test_envs: Pat
 @lru_cache(maxsize=64)
 def _paths_pattern(paths: tuple[str, ...]) -> re.Pattern[str]:
     """Any of ``paths`` (longest first, so a worktree wins over the directory holding it) as a whole path: not
-    followed by a character that would continue its last name."""
+    followed by a character that would continue its last name (a sentence's full stop ends it)."""
     alternatives = "|".join(re.escape(p) for p in sorted(paths, key=len, reverse=True))
-    return re.compile(rf"(?:{alternatives})(?![\w.\-])")
+    return re.compile(rf"(?:{alternatives})(?![\w\-]|\.\w)")
 
 
 @lru_cache(maxsize=1)

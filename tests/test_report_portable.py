@@ -24,6 +24,7 @@ from cascade.config import parse_config
 from cascade.models import WORKING_TREE, ReviewRequest, Verdict
 from cascade.pipeline import review
 from cascade.report import FORMATS, render
+from cascade.stable import stable_text
 from cascade.tools import find_tool
 from tests.support import MakeRepo, diff_of, run_git
 
@@ -200,3 +201,12 @@ def run_on_a_terminal(argv: list[str], cwd: Path, output: Path) -> str:
     proc.wait(timeout=300)
     os.close(leader)
     return received.decode(errors="replace")
+
+
+def test_a_machine_path_is_replaced_only_as_a_whole_path() -> None:
+    mapping = {"/home/u/proj": "<repo>", "/home/u": "<home>"}
+    assert stable_text("in /home/u/proj. See /home/u/proj/x.py", mapping) == "in <repo>. See <repo>/x.py"
+    # the repository's path is no prefix of a longer name; the home directory still is one of these paths
+    assert stable_text("/home/u/proj.git /home/u/projects /home/u2", mapping) == (
+        "<home>/proj.git <home>/projects /home/u2"
+    )
