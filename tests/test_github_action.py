@@ -32,7 +32,7 @@ from cascade.github_action.publish import (
 )
 from cascade.github_action.review import ReviewRun, linked_issue_numbers, review_config, review_env
 from cascade.github_action.run import gate_exit_code
-from cascade.models import Decision, Diagnostic, Evidence, EvidenceKind, Outcome, StageResult, Verdict
+from cascade.models import Decision, Diagnostic, Evidence, EvidenceKind, Outcome, StageResult, StaticDetails, Verdict
 from cascade.sandbox.process import is_secret_name
 from tests.github_support import (
     FIXTURES,
@@ -590,7 +590,9 @@ def test_a_finding_off_the_diff_goes_in_the_review_body_and_comments_stay_within
                 grounded=True,
                 summary="s",
                 diagnostics=diagnostics,
-                details={"rejecting": True},
+                details=StaticDetails(
+                    counts_by_class={}, class_of={}, total=len(diagnostics), tool_configs={}, rejecting=True
+                ),
             )
         ],
     )

@@ -9,7 +9,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from cascade.models import Decision, Evidence, EvidenceKind, Verdict
+from cascade.models import Decision, Evidence, EvidenceKind, ProbeDetails, RegressionDetails, Verdict
 from cascade.report import view
 
 # pytest's traceback entries: "pkg/calc.py:2: AttributeError" or "tests/test_calc.py:5: " (a relative path)
@@ -68,16 +68,18 @@ def traceback_locations(log: str) -> list[Location]:
 
 def _failing_log(e: Evidence) -> str | None:
     """The failure's log of a test that fails on the patch: a regression, or a probe still failing there."""
-    if e.kind == EvidenceKind.REGRESSION:
-        return str(e.details.get("log_excerpt") or "")
-    patched = e.details.get("patched")
-    if e.kind == EvidenceKind.PROBE and isinstance(patched, dict) and patched.get("status") == "behavioural_fail":
-        return str(patched.get("excerpt") or patched.get("message") or "")
+    details = e.details
+    if isinstance(details, RegressionDetails):
+        return details.log_excerpt
+    if isinstance(details, ProbeDetails) and details.patched.status == "behavioural_fail":
+        return details.patched.excerpt or details.patched.message
     return None
 
 
 def _failing_test(stage: str, e: Evidence, decides: bool) -> Finding | None:
-    test_id = str(e.details.get("test_id") or "")
+    if not isinstance(e.details, (RegressionDetails, ProbeDetails)):
+        return None
+    test_id = e.details.test_id
     log = _failing_log(e)
     if not test_id or log is None:
         return None
@@ -90,13 +92,17 @@ def _failing_test(stage: str, e: Evidence, decides: bool) -> Finding | None:
     return Finding(key=_key("test", test_id, e.summary), locations=locations, decides=decides, title=title, detail=log)
 
 
+def _rejects(e: Evidence) -> bool:
+    return isinstance(e.details, (RegressionDetails, ProbeDetails)) and e.details.verdict == "reject"
+
+
 def test_findings(verdict: Verdict) -> list[Finding]:
     found: list[Finding] = []
     for s in verdict.stages:
         rejected_here = verdict.deciding_stage == s.stage and verdict.decision == Decision.REJECT
         for e in s.evidence:
             if e.kind in _FAILING_TESTS and e.grounded:
-                finding = _failing_test(s.stage, e, rejected_here and e.details.get("verdict") == "reject")
+                finding = _failing_test(s.stage, e, rejected_here and _rejects(e))
                 if finding is not None and finding.locations:
                     found.append(finding)
     return found
