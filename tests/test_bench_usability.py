@@ -59,12 +59,11 @@ def test_relative_data_paths_are_found_under_the_data_directory(
 def test_a_missing_data_path_says_where_it_looked_and_how_to_set_the_directory(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop(DATA_ENV, None)
-    argv = [sys.executable, "-m", "cascade", "bench", "run", "--tasks", "lite.tasks.jsonl", "--gold", "--output", "o"]
+    argv = [sys.executable, "-m", "cascade", "bench", "run", "--tasks", "tasks.jsonl", "--gold", "--output", "o"]
     done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 3
     assert done.stderr.strip() == (
-        "cascade: error: --tasks lite.tasks.jsonl: not found here and no data directory is set "
-        f"({DATA_ENV} or --data-dir)"
+        f"cascade: error: --tasks tasks.jsonl: not found here and no data directory is set ({DATA_ENV} or --data-dir)"
     )
 
 

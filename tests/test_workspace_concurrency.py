@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MakeRepo, run_git
+from tests.support import MakeRepo, run_git
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS, CYCLES = 3, 15
