@@ -14,7 +14,12 @@ import click
 
 from cascade import __version__
 from cascade.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BadInput, CascadeError, check_output_path, read_input_text
-from cascade.interrupt import EXIT_INTERRUPTED, stop_children_on_interrupt, terminate_descendants
+from cascade.interrupt import (
+    EXIT_INTERRUPTED,
+    await_worker_cleanup,
+    stop_children_on_interrupt,
+    terminate_descendants,
+)
 from cascade.options import FILE, PATH, config_option, quiet_option
 
 if TYPE_CHECKING:
@@ -297,9 +302,11 @@ def show_config(config_file: str | None) -> None:
 
 
 def interrupted() -> None:
-    """Ctrl-C: the review's cleanup has run while the exception unwound; end what is left and exit 130 at once
-    (a worker thread still waiting on a killed tool must not hold the exit up)."""
+    """Ctrl-C: the review's cleanup has run while the exception unwound; end what is left, give the worker threads
+    of killed tools a moment to remove their temporary directories, and exit 130 (a worker thread still stuck must
+    not hold the exit up: bounded by CLEANUP_SECONDS)."""
     terminate_descendants()
+    await_worker_cleanup()
     click.echo("cascade: interrupted", err=True)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from types import FrameType
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
 GRACE_SECONDS = 0.3  # a child's own SIGTERM cleanup (bwrap tearing down its namespace) gets this long
+CLEANUP_SECONDS = 0.5  # worker threads whose tools were killed get this long to leave their `with` blocks
 
 
 def _parent_of(stat: str) -> int | None:
@@ -82,6 +84,16 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
     terminate_descendants()
     raise KeyboardInterrupt
+
+
+def await_worker_cleanup(seconds: float = CLEANUP_SECONDS) -> None:
+    """Let worker threads whose tools were just killed finish unwinding (a tool's temporary directory is removed
+    when its thread leaves the ``with`` block) before the process exits; never longer than ``seconds`` in all, so
+    a thread still stuck cannot hold the exit up."""
+    deadline = time.monotonic() + seconds
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 @contextmanager

@@ -77,11 +77,14 @@ def run_pyright(tree: Path, files: list[str], python_version: str, timeout: floa
         run = ToolRun(tool="pyright", tree=str(tree), argv=argv, config=config)
         if not files:
             return run
-        return _execute(run, tree, timeout)
+        return _execute(run, tree, timeout, Path(cfg_dir))
 
 
-def _execute(run: ToolRun, tree: Path, timeout: float) -> ToolRun:
+def _execute(run: ToolRun, tree: Path, timeout: float, scratch: Path) -> ToolRun:
+    # TMPDIR: pyright's own pyright-<pid>-* directory goes inside ours, which is removed even when pyright is killed
+    # (Ctrl-C ends it with SIGKILL after a short grace, before it could remove its directory; cascade/interrupt.py)
     env = {**os.environ, "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1", "NODE_OPTIONS": "--max-old-space-size=4096"}
+    env["TMPDIR"] = str(scratch)
     started = time.perf_counter()
     try:
         returncode, stdout, stderr = run_tool(run.argv, tree, timeout, env)
