@@ -982,8 +982,9 @@ def test_plugin_module_name_is_importable(tmp_path: Path, monkeypatch: pytest.Mo
     (package / "__init__.py").write_text("")
     (package / "fancy_wrap.py").write_text("NAME = 'fancy'\\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+''' + _PLUGIN_ASSERT + '''
     assert importlib.import_module(plugin_module_name("fancy_wrap.py")).NAME == "fancy"
-''' + _PLUGIN_ASSERT + "\n"
+'''
     regr_unsafe = '''
 def test_plugins_found_via_site_path() -> None:
     """Regression for #801: plugins on the site path were imported as `x.py`."""
