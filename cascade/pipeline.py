@@ -59,7 +59,7 @@ _DECISIVE = {Outcome.ACCEPT: Decision.ACCEPT, Outcome.REJECT: Decision.REJECT, O
 # Stages that only read the trees. Before any other stage runs (Stage 2 runs tests there; the official-tests arm
 # builds from the base tree), no file of the trees shares its inode with the pristine checkout any more
 # (docs/architecture.md, Checkouts): a stage missing here costs a copy, never the pristine checkout.
-READS_TREES_ONLY = frozenset({"no_change", "hygiene", "injection", "trace_scan", "static", "reviewer"})
+READS_TREES_ONLY = frozenset({"no_change", "hygiene", "injection", "evasion", "trace_scan", "static", "reviewer"})
 
 
 def run_stage(stage: Stage, ctx: ReviewContext, placeholders: dict[str, str] | None = None) -> StageResult:
