@@ -233,9 +233,39 @@ def test_what_an_untouched_test_also_does_on_base_is_not_the_patchs(make_repo: M
     patch = diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_calc.py": NOISY + "\n\n" + added.split("\n\n\n", 2)[2]})
     result = stage2(repo, patch, sandbox)
     assert result.outcome == Outcome.REJECT, result.reason
-    assert {r.test for r in records(result) if r.kind == "network"} == {
-        "tests/test_calc.py::test_new_connection_error"
-    }
+    assert {r.test for r in records(result) if r.kind == "network"} == {"tests/test_calc.py::test_new_connection_error"}
+
+
+CLASS_NOISY = (
+    "import socket\n\nfrom pkg.calc import divide\n\n\nclass TestCalc:\n"
+    "    def test_connection_error(self):\n        try:\n"
+    "            socket.create_connection(('127.0.0.1', 9), timeout=1)\n        except OSError:\n            pass\n\n"
+    "    def test_divide(self):\n        assert divide(4, 2) == 2\n"
+)
+
+
+def test_a_test_inserted_into_a_class_touches_only_itself(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """requests' fixes insert a test between others of a class (and may add an import for it): the class's other
+    tests are still not the PR's, so what they also do on base is not the patch's."""
+    repo = make_repo({**BASE, "tests/test_calc.py": CLASS_NOISY})
+    zero = "    def test_zero(self):\n        assert math.isfinite(divide(1, 0) or 0)\n\n"
+    inserted = CLASS_NOISY.replace("import socket\n", "import math\nimport socket\n")
+    inserted = inserted.replace("    def test_divide", zero + "    def test_divide")
+    result = stage2(repo, diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_calc.py": inserted}), sandbox)
+    assert result.outcome == Outcome.PASS, (result.reason, records(result))
+    excused = [r for r in records(result, harmful=False) if "not the patch's" in r.detail]
+    assert excused and {r.test for r in excused} == {"tests/test_calc.py::TestCalc::test_connection_error"}, excused
+
+
+def test_a_test_failing_in_call_and_in_teardown_is_no_rewritten_report(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """pytest's junit lists such a test twice (a failure, then an error): that is not the report disagreeing."""
+    torn = (
+        "import pytest\n\nfrom pkg.calc import divide\n\n\n@pytest.fixture\ndef res():\n    yield\n"
+        "    raise RuntimeError('teardown fails too')\n\n\ndef test_zero(res):\n    assert divide(1, 0) is None\n"
+    )
+    repo = make_repo(BASE)
+    result = stage2(repo, diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_torn.py": torn}), sandbox)
+    assert not [r for r in records(result) if r.kind == "tampering"], records(result)
 
 
 def test_a_chunk_whose_base_run_gave_nothing_is_not_run_on_the_patch(make_repo: MakeRepo, sandbox: Sandbox) -> None:

@@ -21,6 +21,7 @@ import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple, TypeGuard
 
 from cascade.execution.runner import PytestRun
 from cascade.safety import SideEffect
@@ -75,56 +76,140 @@ def _excused(effect: SideEffect, why: str) -> SideEffect:
 
 # -- which tests the PR touched ----------------------------------------------------------------------------------------
 
+# Module-level names pytest itself reads: a change to one of them changes how every test of the file runs.
+PYTEST_NAMES = re.compile(r"^(pytestmark|pytest_plugins|pytest_\w+|setup_module|teardown_module|setup_function|"
+                          r"teardown_function|setUpModule|tearDownModule)$")  # fmt: skip
 
-def definitions(source: str) -> tuple[dict[str, str], str]:
-    """(test name → its source, the module's code outside its tests) of a test file; names as in node ids
-    ('test_x', 'TestK::test_x')."""
+
+class Layout(NamedTuple):
+    """A test file as the attribution needs it, compared as syntax trees (blank lines and comments are no change):
+    each test's code; each module-level name's definition; the names every test and definition refers to (its
+    fixtures included); each test class's code outside its tests; what binds no name (a change there touches all)."""
+
+    tests: dict[str, str]
+    defs: dict[str, str]
+    uses: dict[str, set[str]]
+    class_rest: dict[str, str]
+    other: str
+    autouse: set[str]
+
+
+def _names(node: ast.AST) -> set[str]:
+    found = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    found |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in [*n.posonlyargs, *n.args,
+                                                                                        *n.kwonlyargs]}  # fmt: skip
+    return found
+
+
+def _is_test(node: ast.stmt) -> TypeGuard[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+
+def _bound(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".", 1)[0] for a in node.names if a.name != "*"]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return names if targets and all(isinstance(t, ast.Name | ast.Tuple | ast.List) for t in targets) else []
+
+
+def layout(source: str) -> Layout | None:
+    """The file's layout, or None when it does not parse (then every test of it counts as touched)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return {}, source
-    lines = source.splitlines()
+        return None
     tests: dict[str, str] = {}
-    spans: list[tuple[int, int]] = []
-    for node in tree.body:
-        members = [(node, "")] if not isinstance(node, ast.ClassDef) else [(n, node.name + "::") for n in node.body]
-        for fn, prefix in members:
-            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name.startswith("test"):
-                start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
-                end = fn.end_lineno or fn.lineno
-                tests[prefix + fn.name] = "\n".join(lines[start:end])
-                spans.append((start, end))
-    rest = [line for i, line in enumerate(lines) if not any(s <= i < e for s, e in spans)]
-    return tests, "\n".join(rest)
+    defs: dict[str, str] = {}
+    uses: dict[str, set[str]] = {}
+    class_rest: dict[str, str] = {}
+    other: list[str] = []
+    autouse: set[str] = set()
+    for index, node in enumerate(tree.body):
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the module docstring
+        if _is_test(node):
+            tests[node.name], uses[node.name] = ast.dump(node), _names(node)
+            continue
+        if isinstance(node, ast.ClassDef) and any(_is_test(n) for n in node.body):
+            rest = [n for n in node.body if not _is_test(n)]
+            class_rest[node.name] = "|".join(
+                ast.dump(n) for n in [*node.bases, *node.keywords, *node.decorator_list, *rest]
+            )
+            uses[node.name] = set().union(*(_names(n) for n in [*rest, *node.bases, *node.decorator_list]))
+            for member in filter(_is_test, node.body):
+                name = f"{node.name}::{member.name}"
+                tests[name], uses[name] = ast.dump(member), _names(member)
+            continue
+        names = _bound(node)
+        if not names or any(PYTEST_NAMES.match(n) for n in names):
+            other.append(ast.dump(node))
+            continue
+        for name in names:
+            defs[name] = defs.get(name, "") + ast.dump(node)
+            uses[name] = uses.get(name, set()) | _names(node)
+            if "autouse" in ast.dump(node) and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                autouse.add(name)
+    return Layout(tests, defs, uses, class_rest, "\n".join(other), autouse)
+
+
+class FileChange(NamedTuple):
+    tests: set[str]  # the tests the PR added or changed, or that use a definition it changed
+    everything: bool  # every test of the file counts (what binds no name, an autouse fixture, pytest's names changed)
+    module: bool  # the module-level code changed at all (collection runs it: the session's records count)
+
+
+def file_change(old: str | None, new: str) -> FileChange:
+    after = layout(new)
+    before = layout(old) if old is not None else None
+    if after is None or before is None:
+        return FileChange(set(after.tests) if after else set(), True, True)
+    changed = {n for n in {*before.defs, *after.defs} if before.defs.get(n) != after.defs.get(n)}
+    while True:  # a helper that uses a changed helper changed too
+        more = {n for n in after.defs if n not in changed and after.uses.get(n, set()) & changed}
+        if not more:
+            break
+        changed |= more
+    everything = before.other != after.other or bool(changed & (before.autouse | after.autouse))
+    classes = {
+        c for c in {*before.class_rest, *after.class_rest} if before.class_rest.get(c) != after.class_rest.get(c)
+    }
+    classes |= {c for c in after.class_rest if after.uses.get(c, set()) & changed}
+    tests = {
+        name
+        for name, code in after.tests.items()
+        if before.tests.get(name) != code
+        or after.uses.get(name, set()) & changed
+        or ("::" in name and name.split("::", 1)[0] in classes)
+    }
+    module = everything or bool(changed) or bool(classes)
+    return FileChange(tests, everything, module)
 
 
 class TouchedTests:
-    """Which tests of the placed files are the PR's code: added, changed, or in a file whose module-level code
-    changed. ``placed``: path → the text run on both sides; ``base_tree``: the pristine base (the old texts)."""
+    """Which tests of the placed files are the PR's code: added, changed, using a module-level definition (helper,
+    fixture, constant, import) the PR changed, or in a file where the PR changed what every test depends on.
+    ``placed``: path → the text run on both sides; ``base_tree``: the pristine base (the old texts)."""
 
     def __init__(self, base_tree: Path, placed: dict[str, str], pr_code: set[str]) -> None:
-        self.files: dict[str, tuple[set[str], bool]] = {}  # path → (touched test names, module level touched)
+        self.files: dict[str, FileChange] = {}
         for path, text in placed.items():
             if path not in pr_code:
-                self.files[path] = (set(), False)
+                self.files[path] = FileChange(set(), False, False)
                 continue
             old_path = base_tree / path
             old = old_path.read_text(encoding="utf-8", errors="replace") if old_path.is_file() else None
-            new_tests, new_rest = definitions(text)
-            if old is None:
-                self.files[path] = (set(new_tests), True)
-                continue
-            old_tests, old_rest = definitions(old)
-            changed = {name for name, body in new_tests.items() if old_tests.get(name) != body}
-            self.files[path] = (changed, old_rest.strip() != new_rest.strip())
+            self.files[path] = file_change(old, text) if old is not None else FileChange(set(), True, True)
 
     def __call__(self, test: str) -> bool:
         if not test:
             return True
         if test == SESSION:
-            return any(module for _, module in self.files.values())
+            return any(change.module for change in self.files.values())
         path, _, rest = test.partition("::")
         if path not in self.files:
             return False
-        names, module = self.files[path]
-        return module or rest.split("[", 1)[0] in names
+        change = self.files[path]
+        return change.everything or rest.split("[", 1)[0] in change.tests
