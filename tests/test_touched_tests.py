@@ -4,7 +4,8 @@ constant or import touches the tests that use it; what every test depends on tou
 
 from __future__ import annotations
 
-from cascade.stages.probes.attribution import file_change
+from cascade.models import SideEffect
+from cascade.stages.probes.attribution import file_change, record_key
 
 OLD = '''"""Tests of the client."""
 import io
@@ -79,3 +80,13 @@ def test_what_every_test_depends_on_touches_them_all() -> None:
 
 def test_a_file_that_does_not_parse_counts_whole() -> None:
     assert change(OLD + "\ndef broken(:\n")[1]
+
+
+def test_the_same_act_with_another_random_temporary_name_is_the_same_record() -> None:
+    """pytest's cache writes through tempfile.TemporaryDirectory: base and patched runs of one untouched test delete
+    differently named directories, and that is still the same act."""
+    base, patched = ("/tmp/scratch/pytest-cache-files-vss5mfeb", "/tmp/scratch/pytest-cache-files-kkodug_a")
+    keys = [record_key(SideEffect(kind="file_delete", target=t, source="audit_hook"), "") for t in (base, patched)]
+    assert keys[0] == keys[1]
+    other = SideEffect(kind="file_delete", target="/tmp/scratch/pytest-cache-files", source="audit_hook")
+    assert record_key(other, "") != keys[0]
