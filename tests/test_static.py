@@ -498,3 +498,18 @@ def test_callee_origins_prints_and_debuggers_get_their_own_classes(make_repo: Ma
     assert ("pkg/io.py", 11, "pyright:reportCallIssue:stdlib") in found  # os.getcwd
     assert ("tests/test_io.py", 2, "ruff:T201") in found
     assert ("scripts/run.py", 2, "ruff:T201") in found
+
+
+@pytest.mark.slow
+def test_files_the_repository_keeps_out_of_its_linting_at_base_never_reject(make_repo: MakeRepo) -> None:
+    """pylint's tests/functional/ inputs are wrong on purpose and its ruff settings exclude them; a patch cannot
+    exclude its own file (the settings are read from the base tree)."""
+    ruff = '[tool.ruff]\nextend-exclude = ["tests/**/functional/"]\n'
+    repo = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE, "pyproject.toml": ruff})
+    data = "def f():\n    return undefined_callee()\n"
+    result = stage1(repo, {"tests/functional/u/undefined.py": data})
+    assert result.outcome == Outcome.PASS, result.reason
+    assert any("excluded from linting" in e.summary for e in result.evidence)
+    bare = make_repo({"pkg/__init__.py": "", "pkg/core.py": CORE})
+    sneaky = stage1(bare, {"pyproject.toml": ruff, "tests/functional/u/undefined.py": data})
+    assert sneaky.outcome == Outcome.REJECT, sneaky.reason

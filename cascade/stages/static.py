@@ -34,6 +34,7 @@ from cascade.models import (
     ToolTiming,
 )
 from cascade.static.dependents import Targets, find_targets
+from cascade.static.excluded import RepositoryExcludes
 from cascade.static.fingerprint import fingerprint_all, new_diagnostics
 from cascade.static.pyright import run_pyright
 from cascade.static.reuse import StaticBaseRuns, reused, static_base_key, storable
@@ -95,7 +96,8 @@ class StaticStage:
         layout = RepoLayout(patched)
         tests = {f.path for f in ctx.patch.files if f.kind == FileKind.TEST}
         library = library_lines(targets.added_lines, layout, tests)
-        result = judge(targets, base_runs, patched_runs, layout, cfg, self.name, library=library)
+        excludes = RepositoryExcludes(base)
+        result = judge(targets, base_runs, patched_runs, layout, cfg, self.name, library=library, excludes=excludes)
         if stored:
             result.cost.reuse.append(f"{self.name}: base-tree diagnostics from the result store")
         elif lookup and lookup.status == "ignored":
@@ -112,8 +114,10 @@ def judge(
     stage: str,
     *,
     library: AddedLines | None = None,
+    excludes: RepositoryExcludes | None = None,
 ) -> StageResult:
-    """Compare the trees tool by tool and decide; ``library``: the added lines of library code (not tests)."""
+    """Compare the trees tool by tool and decide; ``library``: the added lines of library code (not tests);
+    ``excludes``: files the repository keeps out of its own linting (test data), never a reason to reject."""
     evidence: list[Evidence] = [_targets_evidence(targets, base_runs + patched_runs)]
     new: list[Diagnostic] = []
     commands: dict[str, list[str]] = {}
@@ -134,8 +138,15 @@ def judge(
     ran = [r.tool for r in patched_runs if r.ok]
     limitations = [_limitation(tool, ran) for tool in failed_tools]
     classes = {d.fingerprint: rule_class(d, layout, targets.added_lines, library) for d in new}
-    rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules)]
-    others = [d for d in new if classes[d.fingerprint] not in set(cfg.reject_rules)]
+    kept_out = set(excludes.among(d.path for d in new)) if excludes else set()
+    rejecting = [d for d in new if classes[d.fingerprint] in set(cfg.reject_rules) and d.path not in kept_out]
+    others = [d for d in new if d not in rejecting]
+    if kept_out:
+        summary = (
+            f"{len(kept_out)} file(s) with new diagnostics are excluded from linting by the repository's own "
+            f"settings at base (test data, not a reason to reject): {', '.join(sorted(kept_out)[:5])}"
+        )
+        evidence.append(Evidence(kind=EvidenceKind.INFO, grounded=True, summary=summary))
     configs = {r.tool: r.config for r in patched_runs if r.config}
     if others:
         evidence.append(_diagnostics_evidence(others, classes, commands, configs, rejecting=False))
