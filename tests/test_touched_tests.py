@@ -90,3 +90,9 @@ def test_the_same_act_with_another_random_temporary_name_is_the_same_record() ->
     assert keys[0] == keys[1]
     other = SideEffect(kind="file_delete", target="/tmp/scratch/pytest-cache-files", source="audit_hook")
     assert record_key(other, "") != keys[0]
+
+
+def test_a_c_library_temporary_name_is_normalised_too() -> None:
+    names = ["/h/.cache/fontconfig/x-le64.cache-8.TMP-XD3aJO", "/h/.cache/fontconfig/x-le64.cache-8.TMP-CKxqV0"]
+    keys = {record_key(SideEffect(kind="file_write", target=t, source="strace"), "") for t in names}
+    assert len(keys) == 1

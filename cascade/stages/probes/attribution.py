@@ -30,13 +30,15 @@ from cascade.sandbox.attribution import SESSION
 LONG_NUMBER = re.compile(r"\d{4,}")  # ports, pids, random suffixes: not what makes two records the same act
 # tempfile's random names (mkdtemp/mkstemp/TemporaryDirectory: a prefix, then 8 of [a-z0-9_]) differ in every run
 TEMP_NAME = re.compile(r"(tmp|[-_.])[a-z0-9_]{8}(?=/|$)")
+C_TEMP_NAME = re.compile(r"([-_.])[A-Za-z0-9]{6}(?=/|$)")  # mkstemp(3)'s XXXXXX (fontconfig's cache-8.TMP-XD3aJO)
 
 Touched = Callable[[str], bool]
 
 
 def record_key(effect: SideEffect, tree: str) -> tuple[str, str, str]:
     target = effect.target.replace(tree, "<tree>") if tree else effect.target
-    return effect.kind, TEMP_NAME.sub(r"\1<random>", LONG_NUMBER.sub("<n>", target)), effect.source
+    target = C_TEMP_NAME.sub(r"\1<random>", TEMP_NAME.sub(r"\1<random>", LONG_NUMBER.sub("<n>", target)))
+    return effect.kind, target, effect.source
 
 
 def split(
