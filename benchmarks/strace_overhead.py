@@ -22,8 +22,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox_overhead import SYSTEM_PYTHON, time_round_robin
-
+from benchmarks.sandbox_overhead import SYSTEM_PYTHON, time_round_robin
 from cascade.bench.repos import RepoResolver
 from cascade.sandbox.base import RunSpec
 from cascade.sandbox.bwrap import BwrapSandbox
