@@ -2,7 +2,8 @@
 are wrong on purpose. Read from the **base** tree only, so a patch cannot exclude its own files (docs/architecture.md,
 Stages): ruff's ``exclude``/``extend-exclude`` (pyproject.toml, ruff.toml, .ruff.toml), pyright's ``exclude``
 (pyproject.toml, pyrightconfig.json) and flake8's ``exclude`` (setup.cfg, tox.ini, .flake8). A new diagnostic in
-such a file is reported, never a reason to reject."""
+such a file is reported, never a reason to reject — for files under a test directory only: the repository's
+settings never switch the gate off for its library code (``exclude = ["pkg"]`` still rejects there)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pathspec
 from cascade.toml import TOMLDecodeError, loads
 
 MAX_CONFIG_BYTES = 1 << 20
+TEST_DIRS = frozenset({"tests", "test", "testing"})
 
 
 def _read(base: Path, name: str) -> str | None:
@@ -72,7 +74,8 @@ class RepositoryExcludes:
         self._spec = pathspec.PathSpec.from_lines("gitwildmatch", self.patterns)
 
     def excluded(self, path: str) -> bool:
-        return bool(self.patterns) and self._spec.match_file(path)
+        under_tests = bool(TEST_DIRS & set(path.split("/")[:-1]))
+        return under_tests and bool(self.patterns) and self._spec.match_file(path)
 
     def among(self, paths: Iterable[str]) -> list[str]:
         return sorted({p for p in paths if self.excluded(p)})
