@@ -30,7 +30,8 @@ from cascade.sandbox.attribution import SESSION
 LONG_NUMBER = re.compile(r"\d{4,}")  # ports, pids, random suffixes: not what makes two records the same act
 # tempfile's random names (mkdtemp/mkstemp/TemporaryDirectory: a prefix, then 8 of [a-z0-9_]) differ in every run
 TEMP_NAME = re.compile(r"(tmp|[-_.])[a-z0-9_]{8}(?=/|$)")
-C_TEMP_NAME = re.compile(r"([-_.])[A-Za-z0-9]{6}(?=/|$)")  # mkstemp(3)'s XXXXXX (fontconfig's cache-8.TMP-XD3aJO)
+# mkstemp(3)'s names from C libraries: six random letters or digits (fontconfig's cache-8.TMP-XD3aJO)
+C_TEMP_NAME = re.compile(r"([-_.])[A-Za-z0-9]{6}(?=/|$)")
 
 Touched = Callable[[str], bool]
 # A file left behind is attributed by its mtime, whose granularity can put it just outside its test's interval
