@@ -319,3 +319,34 @@ def test_each_run_has_its_own_tree_and_scratch(sandbox: Sandbox, tmp_path: Path)
     second = python(sandbox, leave, tree=str(tmp_path))
     assert "True" not in first.stdout and "True" not in second.stdout, second.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mod.py"]
+
+
+def test_a_temporary_file_a_c_program_removed_first_is_still_the_runs_own(sandbox: Sandbox) -> None:
+    """ctypes.util.find_library links into a NamedTemporaryFile with gcc, which removes it when linking fails; the
+    Python then deletes a path that is gone. The outside witness saw the run make it: no foreign deletion. A
+    deletion of a path the run never made is still one."""
+    made_elsewhere = ("import os, subprocess, tempfile\nf = tempfile.NamedTemporaryFile()\n"
+                      "subprocess.run(['rm', '-f', f.name], check=True)\ntry:\n    f.close()\n"
+                      "except FileNotFoundError:\n    pass\n")  # fmt: skip
+    assert not [r for r in python(sandbox, made_elsewhere).side_effects if not r.benign and r.kind == "file_delete"]
+    never_made = ("import os, tempfile\ntry:\n    os.remove(os.path.join(tempfile.gettempdir(), 'tmpabcdefgh'))\n"
+                  "except FileNotFoundError:\n    pass\n")  # fmt: skip
+    deleted = [r for r in python(sandbox, never_made).side_effects if not r.benign and r.kind == "file_delete"]
+    assert [r.target.rsplit("/", 1)[1] for r in deleted] == ["tmpabcdefgh"], deleted
+
+
+def test_what_base_start_up_does_before_its_session_begins_is_not_the_patchs(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    """xarray's dependencies read the AWS credentials at import; when the base conftest then fails to import, pytest
+    stops before its session began and no test boundary covers those records. Nothing of the patch ran there (the PR
+    only added a test function to the file placed on base), so they are not the patch's."""
+    conftest = ("import os\n\ntry:\n    open(os.path.expanduser('~/.aws/credentials')).close()\nexcept OSError:\n"
+                "    pass\nimport module_that_is_not_installed  # noqa: F401\n")  # fmt: skip
+    repo = make_repo({**BASE, "tests/conftest.py": conftest})
+    patch = diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_calc.py": TESTS + "\n\n" + ZERO.split("\n\n\n")[1]})
+    result = stage2(repo, patch, sandbox)
+    assert not records(result), (result.reason, records(result))
+    assert result.outcome == Outcome.INCONCLUSIVE, result.reason
+    excused = [r for r in records(result, harmful=False) if r.kind == "credential_read"]
+    assert excused and all("not the patch's" in r.detail for r in excused), excused

@@ -108,16 +108,17 @@ def observe(
     afters = {name: safefs.snapshot(root) for name, root in places.roots.items()}
     scratch = os.path.relpath(places.scratch_dir, places.tmp)
     made = frozenset(f"{scope.scratch}/{p[len(scratch) + 1 :]}" for p in afters["tmp"] if p.startswith(f"{scratch}/"))
-    scope = scope.model_copy(update={"scratch_made": made})
     places.close_channels()
     log = read_audit_log(places.audit_log, places.channel.dropped, places.channel.complete)
     phases = Phases(log.reports if log else [])
-    effects = snapshot_effects_all(places, afters, scope, phases)
-    effects += audit_effects(log, scope, timed_out, phases)
     hook_reads = {(int(r.get("pid", 0)), str(r.get("path"))) for r in (log.records if log else [])
                   if r.get("event") in ("read", "write")}  # fmt: skip
     witness = Witness(scope, phases, f"{places.layout.hook}/.hello-", SUPERVISOR)
-    effects += read_witness(places.trace, witness, hook_reads)
+    witnessed = read_witness(places.trace, witness, hook_reads)
+    scope = scope.model_copy(update={"scratch_made": made | witness.scratch_made})
+    effects = snapshot_effects_all(places, afters, scope, phases)
+    effects += audit_effects(log, scope, timed_out, phases)
+    effects += witnessed
     effects += [tampering(f"the run flooded or held open its strace channel: {c.dropped} bytes dropped, complete: "
                           f"{c.complete}") for c in places.channels[1:] if c.dropped or not c.complete]  # fmt: skip
     effects += [tampering(f"the report file {r.name} could not be read back: {r.refused}", target=r.name,

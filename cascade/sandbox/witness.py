@@ -64,6 +64,9 @@ class Witness:
         self.credential_opens: list[tuple[int, float, str]] = []
         self.started = False  # strace sees the sandbox being built first: the run begins with the supervisor
         self.builders: set[int] = set()  # pids that built the sandbox (bwrap), not part of the run
+        # Scratch paths some process of the run made: the scratch starts empty, so any path a call succeeded on there
+        # existed, and only the run could have made it (a C program removing what a hooked Python made is seen here)
+        self.scratch_made: set[str] = set()
 
     def judge(self, lines: Iterable[str]) -> None:
         for call in calls(lines):
@@ -127,6 +130,8 @@ class Witness:
                     self.hello[call.pid] = int(suffix)
                     self.pythons.pop(call.pid, None)
                 continue
+            if call.ok and call.call in CALLS and inside(path, self.scope.scratch) and path != self.scope.scratch:
+                self.scratch_made.add(path)
             if QUIET.match(path) or (
                 call.ok and call.call in OPENS and self.scope.channel and inside(path, self.scope.channel)
             ):

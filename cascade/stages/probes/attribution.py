@@ -12,8 +12,10 @@ except for the code under review, so:
   a record only the patched run has is the patch's doing.
 
 Records made outside any test (``session``: collection, start-up) follow the same rule, with the session counting as
-touched when the PR changed the module-level code of a test file the run placed. A record no test boundary covers
-('': the runner never marked one) counts. Allowed records are kept, with the test that made them, as context."""
+touched when the PR changed the module-level code of a test file the run placed. A run whose runner never marked a
+boundary ('': it died or was stopped before its session began, e.g. a conftest that fails to import) ran no test
+function, only start-up and collection: its records are the session's. Allowed records are kept, with the test that
+made them, as context."""
 
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ Touched = Callable[[str], bool]
 MTIME_SOURCES = frozenset({"home_diff", "tmp_diff", "shm_diff", "worktree_diff", "docker_diff"})
 
 
+def _who(effect: SideEffect) -> str:
+    """The test a record is attributed to; an unmarked run's records are its session's (see above)."""
+    return effect.test or SESSION
+
+
 def record_key(effect: SideEffect, tree: str) -> tuple[str, str, str]:
     target = effect.target.replace(tree, "<tree>") if tree else effect.target
     target = C_TEMP_NAME.sub(r"\1<random>", TEMP_NAME.sub(r"\1<random>", LONG_NUMBER.sub("<n>", target)))
@@ -56,14 +63,14 @@ def split(
     left_on_base: set[tuple[str, str, str]] = set()
     if base is not None:
         for effect in base.result.side_effects:
-            seen_on_base.add((effect.test, record_key(effect, base.result.tree)))
+            seen_on_base.add((_who(effect), record_key(effect, base.result.tree)))
             if effect.source in MTIME_SOURCES:
                 left_on_base.add(record_key(effect, base.result.tree))
             if not judge_base:
                 continue
             if effect.benign:
                 allowed.append(effect)
-            elif touched(effect.test):
+            elif touched(_who(effect)):
                 counted.append(effect)
             else:
                 allowed.append(_excused(effect, "made on the base tree by a test the PR did not touch"))
@@ -71,9 +78,9 @@ def split(
         for effect in patched.result.side_effects:
             if effect.benign:
                 allowed.append(effect)
-            elif touched(effect.test):
+            elif touched(_who(effect)):
                 counted.append(effect)
-            elif (effect.test, key := record_key(effect, patched.result.tree)) in seen_on_base or (
+            elif (_who(effect), key := record_key(effect, patched.result.tree)) in seen_on_base or (
                 effect.source in MTIME_SOURCES and key in left_on_base
             ):
                 allowed.append(_excused(effect, "the same test the PR did not touch made it on the base tree too"))
@@ -83,7 +90,7 @@ def split(
 
 
 def _excused(effect: SideEffect, why: str) -> SideEffect:
-    who = effect.test if effect.test and effect.test != SESSION else "outside any test"
+    who = effect.test if _who(effect) != SESSION else "outside any test"
     return effect.model_copy(update={"benign": True, "detail": f"{effect.detail} [not the patch's: {why} ({who})]"})
 
 
@@ -217,9 +224,7 @@ class TouchedTests:
             self.files[path] = file_change(old, text) if old is not None else FileChange(set(), True, True)
 
     def __call__(self, test: str) -> bool:
-        if not test:
-            return True
-        if test == SESSION:
+        if not test or test == SESSION:
             return any(change.module for change in self.files.values())
         path, _, rest = test.partition("::")
         if path not in self.files:
