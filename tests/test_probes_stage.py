@@ -96,6 +96,19 @@ def test_pr_test_failing_on_base_and_passing_on_patch_is_evidence_not_accept(
 
 
 @pytest.mark.slow
+def test_the_projects_own_coverage_settings_do_not_hide_which_lines_ran(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """pytest's own pyproject asks coverage for parallel data files (and flask's for ``source``): the gate's coverage
+    of a probe run must still find its data and the changed lines it executed."""
+    settings = '[tool.coverage.run]\nparallel = true\nsource = ["tests"]\n'
+    repo = make_repo({**BASE_FILES, "pyproject.toml": settings})
+    patch = diff_of(repo, {"pkg/calc.py": FIXED_CALC, "tests/test_zero.py": ZERO_TEST})
+    result = run_stage(repo, patch, sandbox, regression=False)
+    probe = next((e for e in result.evidence if e.kind == EvidenceKind.PROBE), None)
+    assert probe is not None, kinds(result, EvidenceKind.INFO)
+    assert probe.details.executed_changed_lines == {"pkg/calc.py": [3, 4]}
+
+
+@pytest.mark.slow
 def test_pr_test_still_failing_on_the_patch_rejects(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)
     wrong_fix = CALC.replace("    return a / b", "    if b == 0:\n        return 0\n    return a / b")
@@ -119,6 +132,38 @@ def test_probe_failing_everywhere_without_touching_the_change_is_discarded(
     assert not kinds(result, EvidenceKind.PROBE)
     discarded = [s for s in kinds(result, EvidenceKind.INFO) if "discarded" in s and "test_unrelated" in s]
     assert discarded and discarded[0].endswith("(there: behavioural_fail)")
+
+
+# An installed dependency newer than the project (flask 2.0 with Werkzeug 2.3): it deprecates what the project
+# calls, and the project's pytest settings turn warnings into errors. Written outside the tree, where installed
+# packages live, by the run itself.
+OLD_DEP_CONFTEST = """\
+import os, sys, tempfile
+
+where = os.path.join(tempfile.gettempdir(), "site-packages")
+os.makedirs(os.path.join(where, "olddep"), exist_ok=True)
+with open(os.path.join(where, "olddep", "__init__.py"), "w") as f:
+    f.write("import warnings\\n\\ndef parse(u):\\n    warnings.warn('parse is deprecated', DeprecationWarning)\\n"
+            "    return u\\n")
+sys.path.insert(0, where)
+"""
+
+
+@pytest.mark.slow
+def test_a_dependencys_warning_raised_as_an_error_on_both_trees_is_no_reject(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    """The PR's test fails on both trees inside an installed package, with a warning the project's settings make an
+    error: that says which versions were installed, not that the patch misses the fix."""
+    repo = make_repo(
+        {**BASE_FILES, "tests/conftest.py": OLD_DEP_CONFTEST, "pytest.ini": "[pytest]\nfilterwarnings = error\n"}
+    )
+    zero = "import olddep\nfrom pkg.calc import divide\n\n\n"
+    zero += "def test_zero():\n    assert divide(olddep.parse(1), 0) is None\n"
+    result = run_stage(repo, diff_of(repo, {"pkg/calc.py": FIXED_CALC, "tests/test_zero.py": zero}), sandbox,
+                       regression=False)  # fmt: skip
+    assert result.outcome == Outcome.INCONCLUSIVE, result.reason
+    assert "installed version, not the code" in result.reason
 
 
 @pytest.mark.slow

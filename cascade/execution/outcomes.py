@@ -1,20 +1,21 @@
 """What each test did, from a record the PR's code cannot alter after the fact (docs/architecture.md, "Run model").
 
 The gate's pytest plugin (`sandbox/audit_hook/pytest_report_props.py`) writes every phase's outcome into the run's
-append-only channel as it happens; that record decides. pytest's junit report, written at the end by the same process
-— where a conftest hook could rewrite it — only cross-checks it: a test the two disagree on, a failure that reached
-the report as a pass without being an expected failure, or an exit status that contradicts the outcomes is a
-``tampering`` record, and rejects.
+append-only channel as it happens; that record decides. pytest's junit report, written at the end by the same process —
+where a conftest hook could rewrite it — only cross-checks it: a test the two disagree on, a failure that reached the
+report as a pass without being an expected failure, or an exit status that contradicts the outcomes is a ``tampering``
+record, and rejects.
 
 Outcome classes: ``pass``; ``behavioural_fail`` — the code under test behaved wrongly (an assertion, pytest's "DID NOT
-RAISE", or an exception raised inside the code); ``setup_error`` — the test never got to judge the code (collection
-or import error of the test file, fixture error, missing dependency, the network the sandbox does not have,
-timeout); ``skipped``. A behavioural failure is *assertion-class* (AssertionError, DID NOT RAISE, ``pytest.fail``, a
-``SystemExit`` the code chose) or *crash-class* (any other exception escaping the code) — Stage 2 rejects on
-crash-class regressions only (docs/architecture.md, Stages)."""
+RAISE", or an exception raised inside the code); ``setup_error`` — the test never got to judge the code (collection or
+import error of the test file, fixture error, missing dependency, the network the sandbox does not have, timeout, a
+dependency's warning raised as an error); ``skipped``. A behavioural failure is *assertion-class* (AssertionError, DID
+NOT RAISE, ``pytest.fail``, a ``SystemExit`` the code chose) or *crash-class* (any other exception escaping the code) —
+Stage 2 rejects on crash-class regressions only (docs/architecture.md, Stages)."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Literal
 
@@ -39,6 +40,10 @@ _NETWORK_MARKERS = (
     "nodename nor servname provided",
 )
 _TIMEOUT_MARKERS = ("Timeout", "Failed: Timeout")
+DEPENDENCY_WARNING = "a dependency's warning raised as an error (the installed version, not the code)"
+# pytest's last traceback line: "<file>:<line>: <ExceptionType>"; a file of an installed package is not the tree's
+_RAISED_AT = re.compile(r"^(?P<file>\S.*?):\d+: (?P<exc>\w+)\s*$", re.MULTILINE)
+_INSTALLED = ("/site-packages/", "/dist-packages/")
 
 
 class TestResult(BaseModel):
@@ -67,12 +72,25 @@ def failure(test_id: str, exception: str, assertion: bool | None, message: str, 
         return setup_error(NEEDS_NETWORK)
     if message.startswith(_TIMEOUT_MARKERS):
         return setup_error("timeout")
+    if _dependency_warning(exception, text):
+        return setup_error(DEPENDENCY_WARNING)
     if assertion is None:  # no record of the class: pytest's own message says an assert or DID NOT RAISE
         assertion = message.startswith(("assert", "AssertionError")) or "DID NOT RAISE" in message
     failure_class: FailureClass = "assertion" if assertion else "crash"
     reason = "assertion" if assertion else "exception raised in code"
     return TestResult(test_id=test_id, status="behavioural_fail", failure_class=failure_class, reason=reason,
                       exception=exception, message=message, excerpt=excerpt)  # fmt: skip
+
+
+def _dependency_warning(exception: str, text: str) -> bool:
+    """A warning category raised inside an installed package (a project that turns warnings into errors, run with a
+    newer dependency that deprecates what it calls): the failure says which versions were installed, on both trees
+    alike, not how the code behaves."""
+    raised = list(_RAISED_AT.finditer(text))
+    if not raised or not (exception or raised[-1]["exc"]).endswith("Warning"):
+        return False
+    where = raised[-1]["file"]  # pytest names the tree's files relative to its rootdir, others absolute
+    return where.startswith("/") and any(marker in where for marker in _INSTALLED)
 
 
 def collection_error(test_id: str, exception: str, message: str, text: str) -> TestResult:

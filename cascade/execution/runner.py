@@ -59,7 +59,9 @@ def pytest_command(env: Environment, targets: list[str], coverage: bool, coverag
     repository-relative and can be run again."""
     argv = [env.python]
     if coverage:
-        argv += ["-m", "coverage", "run", f"--data-file={RESULTS}/{COVERAGE}"]
+        # An explicit empty rcfile: the project's own coverage settings (``parallel``, ``source``) would write the
+        # data under another name or ignore --include, and the run would seem to execute no changed line.
+        argv += ["-m", "coverage", "run", "--rcfile=/dev/null", f"--data-file={RESULTS}/{COVERAGE}"]
         if coverage_include:
             argv.append("--include=" + ",".join(f"{TREE}/{p}" for p in coverage_include))
     argv += ["-m", "pytest", "-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-o", "junit_family=xunit1",

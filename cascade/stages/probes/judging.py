@@ -198,6 +198,8 @@ def probe(
     label = f"probe {base_test.test_id} ({cand.origin})"
     if not hit and policy.require_coverage_of_change:
         status = result.status if result else run.run_error
+        if not run.coverage:  # not measured is not "ran none of it"
+            return info(f"{label} discarded: its run on the patch wrote no coverage data (there: {status})", run)
         return info(f"{label} discarded: its run on the patch executes no changed line (there: {status})", run)
     if result is None or result.status in ("setup_error", "skipped") or run.run_error:
         why = run.run_error or (result.reason if result else "no result")
