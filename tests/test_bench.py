@@ -23,7 +23,7 @@ from cascade.cli import cli
 from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import BadInput
-from cascade.models import Decision, Outcome, StageResult
+from cascade.models import Decision, Outcome, Patch, ReviewRequest, StageResult
 from cascade.stages.base import Stage
 from cascade.stages.no_change import NoChangeStage
 from tests.bench_support import MODEL, init_repo, run_args, run_cli
@@ -401,7 +401,18 @@ def test_swebench_cases_get_the_harness_environment_unless_the_config_names_one(
     assert sympy.env.python == "3.9" and "mpmath==1.3.0" in sympy.env.packages
     astropy = config_for_case(CascadeConfig(), case("astropy/astropy", "4.3"))
     assert astropy.env.build_extensions and astropy.probes.enabled
-    assert not config_for_case(CascadeConfig(), case("astropy/astropy", "1.3")).probes.enabled
+    old_astropy = config_for_case(CascadeConfig(), case("astropy/astropy", "1.3"))
+    assert not old_astropy.probes.enabled
+    # ... and the review says so: Stage 2 stays in the report, skipped with the table's reason, before the reviewer
+    from cascade.bench.worker import case_stages
+
+    names = [s.name for s in case_stages(get_arm("full-cascade"), old_astropy, case("astropy/astropy", "1.3"))]
+    assert names[-2:] == ["probes", "reviewer"], names
+    skipped = case_stages(get_arm("full-cascade"), old_astropy, case("astropy/astropy", "1.3"))[-2]
+    result = skipped.run(ReviewContext(request=ReviewRequest(repo=".", patch_text=""), patch=Patch(text="", files=[])))
+    assert result.outcome == Outcome.SKIPPED and "extension-helpers" in result.reason, result
+    rules = [s.name for s in case_stages(get_arm("rules-only"), old_astropy, case("astropy/astropy", "1.3"))]
+    assert "probes" not in rules
     explicit = parse_config({"env": {"python": "3.11"}})
     assert config_for_case(explicit, case("sympy/sympy", "1.1")) is explicit
     assert config_for_case(CascadeConfig(), case("someone/else", "1.0")) == CascadeConfig()

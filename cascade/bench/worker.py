@@ -8,6 +8,7 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -15,9 +16,10 @@ from cascade.bench.arms import Arm, TailoredArm
 from cascade.bench.repos import has_commit
 from cascade.bench.rows import BenchCase, StageRecord, TraceCost, TraceJob, TraceRow, TraceStatus
 from cascade.config import CascadeConfig
+from cascade.context import ReviewContext
 from cascade.errors import BadInput
 from cascade.execution.repo_specs import spec_for_repo
-from cascade.models import Decision, ReviewRequest, Trace, Verdict
+from cascade.models import Decision, ReviewRequest, StageResult, Trace, Verdict
 from cascade.pipeline import review
 from cascade.stages.base import Stage
 from cascade.traces import load_trace
@@ -103,10 +105,36 @@ def config_for_case(config: CascadeConfig, case: BenchCase) -> CascadeConfig:
     return config.model_copy(update={"env": env.model_copy(update=fields)})
 
 
+@dataclass(frozen=True)
+class NotRunHere:
+    """A stage of the arm that cannot run for this case: it stays in the report as ``skipped`` with the reason,
+    so a weaker review is never silent."""
+
+    name: str
+    why: str
+    title: str = "not run for this case"
+    needs_sandbox: bool = False
+
+    def run(self, ctx: ReviewContext) -> StageResult:
+        return StageResult.skipped(self.name, self.why)
+
+
 def case_stages(arm: Arm, config: CascadeConfig, case: BenchCase) -> list[Stage]:
     """The arm's stages for this case: an arm may tailor them (``stages_for_case``; the official-tests arm grades
-    with the case's own tests, which never enter the gate's input)."""
-    return arm.stages_for_case(config, case) if isinstance(arm, TailoredArm) else arm.stages(config)
+    with the case's own tests, which never enter the gate's input). A stage the harness table cannot serve here is
+    kept as skipped, with the table's reason."""
+    stages = arm.stages_for_case(config, case) if isinstance(arm, TailoredArm) else arm.stages(config)
+    spec = spec_for_repo(case.repo, case.version) if case.version is not None else None
+    if spec is None or not spec.unsupported or config.probes.enabled:
+        return stages
+    enabled = config.model_copy(update={"probes": config.probes.model_copy(update={"enabled": True})})
+    planned = [s.name for s in arm.stages(enabled)]
+    if "probes" not in planned:  # the arm has no Stage 2 anyway
+        return stages
+    why = f"Stage 2 not run: the harness table cannot test {spec.repo} {case.version} here ({spec.unsupported})"
+    after = set(planned[planned.index("probes") + 1 :])
+    at = next((i for i, stage in enumerate(stages) if stage.name in after), len(stages))
+    return [*stages[:at], NotRunHere("probes", why), *stages[at:]]
 
 
 def _reviewed(job: TraceJob, arm: Arm, row: TraceRow) -> TraceRow:
