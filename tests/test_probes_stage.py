@@ -166,6 +166,27 @@ def test_a_dependencys_warning_raised_as_an_error_on_both_trees_is_no_reject(
     assert "installed version, not the code" in result.reason
 
 
+BROKEN_DEP_CONFTEST = OLD_DEP_CONFTEST.replace("olddep", "brokendep").replace(
+    "warnings.warn('parse is deprecated', DeprecationWarning)", "return {}.layers"
+)
+
+
+@pytest.mark.slow
+def test_a_failure_inside_an_installed_package_the_same_on_both_trees_is_no_reject(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    """xarray 0.16's PR tests under the harness table's dask 2022: an AttributeError inside dask, identical with and
+    without the fix. The installed versions decide that test, not the patch."""
+    repo = make_repo({**BASE_FILES, "tests/conftest.py": BROKEN_DEP_CONFTEST})
+    zero = "import brokendep\nfrom pkg.calc import divide\n\n\n"
+    zero += "def test_zero():\n    assert divide(4, 2) == 2\n    brokendep.parse(1)\n"
+    result = run_stage(repo, diff_of(repo, {"pkg/calc.py": FIXED_CALC, "tests/test_zero.py": zero}), sandbox,
+                       regression=False)  # fmt: skip
+    assert result.outcome != Outcome.REJECT, result.reason
+    notes = [s for s in kinds(result, EvidenceKind.INFO) if "inside an installed package" in s]
+    assert notes and "brokendep/__init__.py" in notes[0], kinds(result, EvidenceKind.INFO)
+
+
 @pytest.mark.slow
 def test_probe_with_setup_error_on_base_is_not_kept(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(BASE_FILES)

@@ -350,3 +350,21 @@ def test_what_base_start_up_does_before_its_session_begins_is_not_the_patchs(
     assert result.outcome == Outcome.INCONCLUSIVE, result.reason
     excused = [r for r in records(result, harmful=False) if r.kind == "credential_read"]
     assert excused and all("not the patch's" in r.detail for r in excused), excused
+
+
+def test_what_the_trees_start_up_does_is_not_a_new_test_files_doing(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """fontconfig, loaded by the repository's conftest (seaborn's matplotlib), tries to create /var/cache before any
+    test file is imported. A PR that adds a test file makes the rest of the session its own (its import runs there),
+    but not the start-up: nothing of the PR has run yet."""
+    conftest = "import os\n\ntry:\n    os.mkdir('/var/cache/fontconfig-like')\nexcept OSError:\n    pass\n"
+    repo = make_repo({**BASE, "tests/conftest.py": conftest})
+    result = stage2(repo, diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_zero.py": ZERO}), sandbox)
+    assert not records(result), (result.reason, records(result))
+    assert result.outcome == Outcome.PASS, result.reason
+    excused = [r for r in records(result, harmful=False) if "fontconfig-like" in r.target]
+    assert excused and {r.test for r in excused} == {"startup"}, excused
+    importing = ZERO + "\n\ntry:\n    os.mkdir('/var/cache/by-the-new-file')\nexcept OSError:\n    pass\n"
+    importing = "import os\n" + importing
+    result = stage2(repo, diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_zero.py": importing}), sandbox)
+    assert result.outcome == Outcome.REJECT, result.reason
+    assert {r.test for r in records(result)} == {"session"}, records(result)

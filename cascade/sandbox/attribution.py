@@ -1,8 +1,10 @@
 """Which test made a record: the gate's pytest plugin marks each test's begin and end in the run's channel with the
 wall-clock time, and every witness stamps its records with the same clock (the audit hook and supervisor with
 ``time.time()``, strace with ``-ttt``, a file left behind with its mtime). A record made between a test's begin and
-end belongs to that test — whatever process made it, so a test's children and helpers count as the test; outside
-every test it belongs to ``session`` (collection, session start-up, the runner's own work).
+end belongs to that test — whatever process made it, so a test's children and helpers count as the test; before the
+first test file's collection began it belongs to ``startup`` (the interpreter, plugins, the repository's conftest
+files: no test file has been imported yet), and otherwise outside every test to ``session`` (collection, session
+fixtures, the runner's own work). A run whose runner never began its session ran start-up only.
 
 Judging uses it to tell a patch's doing from what an unchanged test always did (`stages/probes/attribution.py`)."""
 
@@ -13,6 +15,7 @@ import bisect
 from cascade.sandbox.base import RunnerRecord
 
 SESSION = "session"
+STARTUP = "startup"
 
 
 class Phases:
@@ -22,6 +25,8 @@ class Phases:
         starts = [r for r in reports if r.event == "runner" and r.phase == "start"]
         self.active = bool(starts)
         main = starts[0].pid if starts else None
+        collects = [r.t for r in reports if r.event == "collect" and r.pid == main]
+        self.collecting_from = min(collects) if collects else None  # no file collected: no start-up is told apart
         self.begins: list[float] = []
         self.intervals: list[tuple[float, float, str]] = []
         open_tests: dict[str, float] = {}
@@ -38,11 +43,13 @@ class Phases:
         self.begins = [begin for begin, _, _ in self.intervals]
 
     def at(self, t: float | None) -> str:
-        """The test running at time ``t``; ``session`` outside every test; '' when the run marked no tests."""
-        if not self.active:
-            return ""
+        """The test running at time ``t``; ``startup`` before any test file's collection (all of a run whose runner
+        never began its session); ``session`` outside every test; for a record of no time (the run's own integrity),
+        ``session``, or '' when the runner never began (such a record always counts)."""
         if t is None:
-            return SESSION
+            return SESSION if self.active else ""
+        if not self.active or (self.collecting_from is not None and t < self.collecting_from):
+            return STARTUP
         index = bisect.bisect_right(self.begins, t) - 1
         if index >= 0:
             begin, end, nodeid = self.intervals[index]

@@ -52,7 +52,7 @@ class RunnerRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    event: Literal["runner", "test_begin", "test_end", "outcome", "collect_error"]
+    event: Literal["runner", "test_begin", "test_end", "outcome", "collect", "collect_error"]
     t: float = 0.0
     pid: int = 0
     phase: str = ""

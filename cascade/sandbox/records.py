@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -54,7 +54,7 @@ def read_audit_log(path: Path, dropped_bytes: int = 0, complete: bool = True) ->
     return log
 
 
-RUNNER_EVENTS = frozenset({"runner", "test_begin", "test_end", "outcome", "collect_error"})
+RUNNER_EVENTS = frozenset(get_args(RunnerRecord.model_fields["event"].annotation))
 
 
 def _add(log: AuditLog, line: str) -> None:

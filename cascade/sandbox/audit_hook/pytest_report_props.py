@@ -8,7 +8,8 @@ decides on — so the outcome is not read back from a file the run's own code co
 * ``outcome`` per phase, from the final report (what junit shows too), with the exception pytest caught *before* any
   report hook ran (``raw``): a failure another plugin or conftest turned into a pass shows as a pass with a raw
   exception and no xfail;
-* ``collect_error`` for a file that failed to collect, and ``runner`` start/finish records with the exit status.
+* ``collect`` as each test file's collection (its import) begins, ``collect_error`` for a file that failed to
+  collect, and ``runner`` start/finish records with the exit status.
 
 It also keeps writing the junit ``<property>`` values the report reader cross-checks. It must run on every Python a
 repository may need (3.6+) and every pytest from 4.6: plain code, old-style hook wrappers, no annotations."""
@@ -69,6 +70,14 @@ def pytest_sessionstart(session):
 
 def pytest_sessionfinish(session, exitstatus):
     _emit({"event": "runner", "phase": "finish", "exitstatus": int(exitstatus)})
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_make_collect_report(collector):
+    # A test file's collection imports it: from the first one on, a placed file's code may have run
+    if isinstance(collector, pytest.File):
+        _emit({"event": "collect", "nodeid": collector.nodeid})
+    yield
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -11,11 +11,13 @@ except for the code under review, so:
   look up unresolvable hosts and connect to closed ports to test their own error handling, with or without a fix);
   a record only the patched run has is the patch's doing.
 
-Records made outside any test (``session``: collection, start-up) follow the same rule, with the session counting as
-touched when the PR changed the module-level code of a test file the run placed. A run whose runner never marked a
-boundary ('': it died or was stopped before its session began, e.g. a conftest that fails to import) ran no test
-function, only start-up and collection: its records are the session's. Allowed records are kept, with the test that
-made them, as context."""
+Records made outside any test (``session``: collection, session fixtures) follow the same rule, with the session
+counting as touched when the PR changed the module-level code of a test file the run placed. Records made before the
+first test file's collection began (``startup``: the interpreter, plugins, the tree's conftest files) follow it with
+start-up never touched — no placed file has been imported yet — unless the run placed a conftest of the PR's; a run
+whose runner never began its session (a conftest that fails to import, a timeout during start-up) ran start-up only.
+A record no time places ('': the run's own integrity, a report file it swapped) always counts. Allowed records are
+kept, with the test that made them, as context."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from typing import NamedTuple, TypeGuard
 
 from cascade.execution.runner import PytestRun
 from cascade.safety import SideEffect
-from cascade.sandbox.attribution import SESSION
+from cascade.sandbox.attribution import SESSION, STARTUP
 
 LONG_NUMBER = re.compile(r"\d{4,}")  # ports, pids, random suffixes: not what makes two records the same act
 # tempfile's random names (mkdtemp/mkstemp/TemporaryDirectory: a prefix, then 8 of [a-z0-9_]) differ in every run
@@ -39,11 +41,6 @@ Touched = Callable[[str], bool]
 # A file left behind is attributed by its mtime, whose granularity can put it just outside its test's interval
 # (then it reads as the session's): for these, the same file left on base by any test is the same act.
 MTIME_SOURCES = frozenset({"home_diff", "tmp_diff", "shm_diff", "worktree_diff", "docker_diff"})
-
-
-def _who(effect: SideEffect) -> str:
-    """The test a record is attributed to; an unmarked run's records are its session's (see above)."""
-    return effect.test or SESSION
 
 
 def record_key(effect: SideEffect, tree: str) -> tuple[str, str, str]:
@@ -63,14 +60,14 @@ def split(
     left_on_base: set[tuple[str, str, str]] = set()
     if base is not None:
         for effect in base.result.side_effects:
-            seen_on_base.add((_who(effect), record_key(effect, base.result.tree)))
+            seen_on_base.add((effect.test, record_key(effect, base.result.tree)))
             if effect.source in MTIME_SOURCES:
                 left_on_base.add(record_key(effect, base.result.tree))
             if not judge_base:
                 continue
             if effect.benign:
                 allowed.append(effect)
-            elif touched(_who(effect)):
+            elif touched(effect.test):
                 counted.append(effect)
             else:
                 allowed.append(_excused(effect, "made on the base tree by a test the PR did not touch"))
@@ -78,9 +75,9 @@ def split(
         for effect in patched.result.side_effects:
             if effect.benign:
                 allowed.append(effect)
-            elif touched(_who(effect)):
+            elif touched(effect.test):
                 counted.append(effect)
-            elif (_who(effect), key := record_key(effect, patched.result.tree)) in seen_on_base or (
+            elif (effect.test, key := record_key(effect, patched.result.tree)) in seen_on_base or (
                 effect.source in MTIME_SOURCES and key in left_on_base
             ):
                 allowed.append(_excused(effect, "the same test the PR did not touch made it on the base tree too"))
@@ -90,7 +87,9 @@ def split(
 
 
 def _excused(effect: SideEffect, why: str) -> SideEffect:
-    who = effect.test if _who(effect) != SESSION else "outside any test"
+    who = {SESSION: "outside any test", STARTUP: "at start-up, before any test file was collected"}.get(
+        effect.test, effect.test
+    )
     return effect.model_copy(update={"benign": True, "detail": f"{effect.detail} [not the patch's: {why} ({who})]"})
 
 
@@ -208,6 +207,10 @@ def file_change(old: str | None, new: str) -> FileChange:
     return FileChange(tests, everything, module)
 
 
+def is_conftest(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == "conftest.py"
+
+
 class TouchedTests:
     """Which tests of the placed files are the PR's code: added, changed, using a module-level definition (helper,
     fixture, constant, import) the PR changed, or in a file where the PR changed what every test depends on.
@@ -224,7 +227,11 @@ class TouchedTests:
             self.files[path] = file_change(old, text) if old is not None else FileChange(set(), True, True)
 
     def __call__(self, test: str) -> bool:
-        if not test or test == SESSION:
+        if not test:
+            return True
+        if test == STARTUP:
+            return any(change.module for path, change in self.files.items() if is_conftest(path))
+        if test == SESSION:
             return any(change.module for change in self.files.values())
         path, _, rest = test.partition("::")
         if path not in self.files:

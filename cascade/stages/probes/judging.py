@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cascade.config import ProbesConfig
+from cascade.execution.outcomes import raised_in_installed_package
 from cascade.execution.runner import PytestRun, TestResult, executed_lines
 from cascade.models import (
     Evidence,
@@ -180,6 +181,17 @@ def not_kept(cand: ProbeCandidate, run: PytestRun, tests: list[TestResult]) -> t
     return ProbeFeedback(candidate=cand, outcome=outcome, message=message), note
 
 
+def same_failure_in_installed_package(base: TestResult, patched: TestResult) -> str | None:
+    """Where both failures were raised, when they are the same exception with the same message at the same place
+    inside an installed package (an environment newer or older than the project: dask 2022 under xarray 0.16)."""
+    if base.status != "behavioural_fail" or patched.status != "behavioural_fail":
+        return None
+    if (base.exception, base.message) != (patched.exception, patched.message):
+        return None
+    where = raised_in_installed_package(base.excerpt)
+    return where if where is not None and where == raised_in_installed_package(patched.excerpt) else None
+
+
 def probe(
     cand: ProbeCandidate,
     base_test: TestResult,
@@ -204,6 +216,10 @@ def probe(
     if result is None or result.status in ("setup_error", "skipped") or run.run_error:
         why = run.run_error or (result.reason if result else "no result")
         return info(f"{label} inconclusive on the patch: {why}", run)
+    where = same_failure_in_installed_package(base_test, result)
+    if where is not None:
+        return info(f"{label} inconclusive: it fails the same way on both trees, inside an installed package "
+                    f"({where}): the installed versions decide it, not the patch", run)  # fmt: skip
     details = ProbeDetails(
         probe=cand.name,
         origin=cand.origin,
