@@ -93,7 +93,7 @@ class Workspace:
         assert self._checkouts is not None
         self._worktrees.append(path)
         try:
-            with worktree_lock(self.repo, exclusive=False):
+            with worktree_lock(self.repo):
                 git(self.repo, "worktree", "add", "--no-checkout", "--detach", "--force", str(path), self.base_commit)
             index = self._checkouts.link_into(self.repo, self.base_commit, path)
             shutil.copyfile(index, _admin_dir(path) / "index")
@@ -104,8 +104,11 @@ class Workspace:
     def _add_worktree(self, path: Path) -> None:
         self._worktrees.append(path)  # registered first: a failed add still leaves an entry to remove
         try:
-            with worktree_lock(self.repo, exclusive=False):
-                git(self.repo, "worktree", "add", "--detach", "--force", str(path), self.base_commit)
+            # Registered alone (another add reads every registration, and a half-made one fails it), checked out
+            # after, outside the lock
+            with worktree_lock(self.repo):
+                git(self.repo, "worktree", "add", "--no-checkout", "--detach", "--force", str(path), self.base_commit)
+            git(path, "reset", "--hard", "--quiet")
         except CascadeError as exc:
             cause = missing_object_line(str(exc))
             if cause is None:
@@ -119,7 +122,7 @@ class Workspace:
         for path in self._worktrees:
             shutil.rmtree(path, ignore_errors=True)
         if self._worktrees:
-            with worktree_lock(self.repo, exclusive=True):
+            with worktree_lock(self.repo):
                 git(self.repo, "worktree", "prune", check=False)
         self._worktrees.clear()
 

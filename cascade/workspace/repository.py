@@ -58,11 +58,13 @@ def missing_object_line(git_error: str) -> str | None:
 
 
 @contextmanager
-def worktree_lock(repo: Path, *, exclusive: bool) -> Iterator[None]:
+def worktree_lock(repo: Path) -> Iterator[None]:
     """Concurrent reviews of one repository (a benchmark's workers) must not run ``git worktree prune`` while another
     ``git worktree add`` is half done: prune deletes the new admin directory before add has written its lock file,
     and the add fails ("failed to read .git/worktrees/…/commondir"; measured: 5 of 480 adds with four concurrent
-    loops). Adds share this lock, a prune takes it alone. The lock file lives in the repository's git directory."""
+    loops); another add reads every registration too, so a half-made one fails it the same way (seen under load).
+    Registering a worktree (without its checkout, which is the slow part) or pruning takes the lock alone. The lock
+    file lives in the repository's git directory."""
     common = run_git(repo, "rev-parse", "--git-common-dir").stdout.strip() or ".git"
     path = (repo / common).resolve() / "cascade-worktrees.lock"
     try:
@@ -71,7 +73,7 @@ def worktree_lock(repo: Path, *, exclusive: bool) -> Iterator[None]:
         yield
         return
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
