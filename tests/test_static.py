@@ -194,6 +194,19 @@ def test_wrong_arity_to_an_in_repo_function_is_rejected(repo: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_name_pyright_cannot_prove_callable_inside_an_in_repo_call_is_no_arity_error(repo: Path) -> None:
+    """sympy's merged test (sympy-19487): ``f = Function('f')`` then ``sign(f(y))`` — pyright infers ``f`` as an
+    object that is not callable and reports it inside the call of the in-repo ``sign``; that says nothing about
+    ``sign``'s signature, so it is not the in-repo wrong-arity class."""
+    made = USER + "\n\ndef make(flag):\n    return 1 if flag else len\n\n\ndef uses():\n    f = make(True)\n"
+    result = stage1(repo, {"pkg/user.py": made + "    return helper(f(2))\n"})
+    assert result.outcome == Outcome.PASS, result.reason
+    found = static_diagnostics(result, rejecting=False)
+    assert any(d.rule == "reportCallIssue" and "not callable" in d.message for d in found), found
+    assert "pyright:reportCallIssue:in-repo" not in classes(result)
+
+
+@pytest.mark.slow
 def test_stdlib_call_complaint_and_broad_rule_are_evidence_not_rejects(repo: Path) -> None:
     body = CORE + "\n\ndef joined():\n    return os.path.join(1)\n\n\ndef shout():\n    return maybe(True).upper()\n"
     result = stage1(repo, {"pkg/core.py": body})

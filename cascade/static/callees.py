@@ -14,6 +14,9 @@ from cascade.models import Diagnostic
 from cascade.static.layout import RepoLayout, module_bindings, names_bound_by
 
 _OWN_RANGE_MESSAGES = ("Argument missing", "Arguments missing", "No overloads for")
+# ... and these name one of the call's arguments. Any other reportCallIssue (pyright's "Object of type X is not
+# callable" on a name it inferred from sympy's Function('f')) says nothing about a callee's signature: not determinable.
+_ARGUMENT_RANGE_MESSAGES = ("Expected ", "No parameter named")
 
 
 Origin = Literal["in-repo", "stdlib", "third-party"]
@@ -88,6 +91,8 @@ def _call_of(d: Diagnostic, tree: ast.Module) -> ast.Call | None:
     # sites almost always are; a mismatch only means "not determinable" (no reject).
     start = (d.line, d.column)
     own = d.message.startswith(_OWN_RANGE_MESSAGES)
+    if not own and not d.message.startswith(_ARGUMENT_RANGE_MESSAGES):
+        return None
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
