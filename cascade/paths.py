@@ -38,6 +38,18 @@ def module_of(path: str) -> str | None:
     return ".".join(parts) or None
 
 
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+
+
+def under_test_dir(path: str) -> bool:
+    """Inside a directory named like a test directory (``tests/``, ``test/``, ``testing/``) at any depth."""
+    return bool(TEST_DIRS & set(PurePosixPath(path).parts[:-1]))
+
+
+def is_conftest(path: str) -> bool:
+    return PurePosixPath(path).name == "conftest.py"
+
+
 def is_test_file(path: str) -> bool:
     """pytest's default test-module names: ``test_*.py`` and ``*_test.py``."""
     name = PurePosixPath(path).name

@@ -18,10 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from cascade.bench.rows import BenchCase, LabelClass
 from cascade.errors import BadInput, read_input_text
 from cascade.git import run_git
-from cascade.paths import is_test_file
+from cascade.paths import is_test_file, under_test_dir
 
 FIX_COMMIT_MODEL = "merged-commit"
-_TEST_DIRS = {"tests", "test", "testing"}
 _NON_CODE_DIRS = {"doc", "docs", "examples", "bench", "benchmarks", "scripts", "ci"}
 
 
@@ -64,8 +63,7 @@ def _git(repo_path: str, *args: str) -> str:
 
 
 def is_test_path(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return is_test_file(path) or path.endswith("conftest.py") or any(p in _TEST_DIRS for p in parts[:-1])
+    return is_test_file(path) or path.endswith("conftest.py") or under_test_dir(path)
 
 
 def is_code_path(path: str) -> bool:

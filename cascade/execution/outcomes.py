@@ -82,26 +82,26 @@ def failure(test_id: str, exception: str, assertion: bool | None, message: str, 
                       exception=exception, message=message, excerpt=excerpt)  # fmt: skip
 
 
+def _raised_at(text: str) -> re.Match[str] | None:
+    """pytest's last "<file>:<line>: <ExceptionType>" line of a failure, when the file is inside an installed
+    package rather than the tree (pytest names the tree's files relative to its rootdir, others absolute)."""
+    last = next(reversed(list(_RAISED_AT.finditer(text))), None)
+    where = last["file"] if last else ""
+    return last if where.startswith("/") and any(marker in where for marker in _INSTALLED) else None
+
+
 def raised_in_installed_package(text: str) -> str | None:
-    """Where a failure was raised ("<file>:<line>"), when that is inside an installed package rather than the tree
-    (pytest names the tree's files relative to its rootdir, others absolute)."""
-    raised = list(_RAISED_AT.finditer(text))
-    if not raised:
-        return None
-    where = raised[-1]["file"]
-    if not where.startswith("/") or not any(marker in where for marker in _INSTALLED):
-        return None
-    return raised[-1].group(0).rsplit(": ", 1)[0]
+    """Where a failure was raised ("<file>:<line>"), when that is inside an installed package."""
+    found = _raised_at(text)
+    return found.group(0).rsplit(": ", 1)[0] if found else None
 
 
 def _dependency_warning(exception: str, text: str) -> bool:
     """A warning category raised inside an installed package (a project that turns warnings into errors, run with a
     newer dependency that deprecates what it calls): the failure says which versions were installed, on both trees
     alike, not how the code behaves."""
-    raised = list(_RAISED_AT.finditer(text))
-    if not raised or not (exception or raised[-1]["exc"]).endswith("Warning"):
-        return False
-    return raised_in_installed_package(text) is not None
+    found = _raised_at(text)
+    return found is not None and (exception or found["exc"]).endswith("Warning")
 
 
 def collection_error(test_id: str, exception: str, message: str, text: str) -> TestResult:

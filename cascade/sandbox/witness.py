@@ -130,7 +130,7 @@ class Witness:
                     self.hello[call.pid] = int(suffix)
                     self.pythons.pop(call.pid, None)
                 continue
-            if call.ok and call.call in CALLS and inside(path, self.scope.scratch) and path != self.scope.scratch:
+            if call.ok and inside(path, self.scope.scratch) and path != self.scope.scratch:
                 self.scratch_made.add(path)
             if QUIET.match(path) or (
                 call.ok and call.call in OPENS and self.scope.channel and inside(path, self.scope.channel)

@@ -16,10 +16,10 @@ from typing import Any
 
 import pathspec
 
+from cascade.paths import under_test_dir
 from cascade.toml import TOMLDecodeError, loads
 
 MAX_CONFIG_BYTES = 1 << 20
-TEST_DIRS = frozenset({"tests", "test", "testing"})
 
 
 def _read(base: Path, name: str) -> str | None:
@@ -74,8 +74,7 @@ class RepositoryExcludes:
         self._spec = pathspec.PathSpec.from_lines("gitwildmatch", self.patterns)
 
     def excluded(self, path: str) -> bool:
-        under_tests = bool(TEST_DIRS & set(path.split("/")[:-1]))
-        return under_tests and bool(self.patterns) and self._spec.match_file(path)
+        return under_test_dir(path) and bool(self.patterns) and self._spec.match_file(path)
 
     def among(self, paths: Iterable[str]) -> list[str]:
         return sorted({p for p in paths if self.excluded(p)})

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeGuard
 
 from cascade.execution.runner import PytestRun
+from cascade.paths import is_conftest
 from cascade.safety import SideEffect
 from cascade.sandbox.attribution import SESSION, STARTUP
 
@@ -205,10 +206,6 @@ def file_change(old: str | None, new: str) -> FileChange:
     }
     module = everything or bool(changed) or bool(classes)
     return FileChange(tests, everything, module)
-
-
-def is_conftest(path: str) -> bool:
-    return path.rsplit("/", 1)[-1] == "conftest.py"
 
 
 class TouchedTests:
