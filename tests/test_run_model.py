@@ -205,6 +205,34 @@ def test_a_conftest_that_rewrites_failures_into_passes_cannot_hide_a_crash(
     assert tampering and "rewrote the outcome" in str(tampering[0].detail), records(result)
 
 
+# The patched module itself (no conftest: no hook finding, no re-run without it) crashes the existing test, then at
+# exit appends a pass for that test through the gate plugin's own writer and empties the junit report.
+FORGER = (
+    "import atexit, sys\n\n\ndef _cover():\n    import pytest_report_props as plugin\n"
+    "    plugin._emit({'event': 'outcome', 'nodeid': 'tests/test_calc.py::test_divide', 'when': 'call',\n"
+    "                  'outcome': 'passed', 'wasxfail': False, 'raw': None, 'assertion': False})\n"
+    "    for arg in sys.argv:\n        if arg.startswith('--junitxml='):\n"
+    "            with open(arg.split('=', 1)[1], 'w') as report:\n                report.write('<testsuites/>')\n\n\n"
+    "atexit.register(_cover)\n\n\n"
+)
+# Its benign twin: a module that does ordinary work at exit.
+AT_EXIT = "import atexit, tempfile\n\n\natexit.register(lambda: tempfile.TemporaryFile().close())\n\n\n"
+
+
+def test_records_the_runs_code_appends_in_the_plugins_name_cannot_hide_a_crash(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    repo = make_repo(BASE)
+    crashing = FORGER + CALC.replace("return a / b", "return a.value / b")
+    result = stage2(repo, diff_of(repo, {"pkg/calc.py": crashing}), sandbox)
+    assert result.outcome == Outcome.REJECT, result.reason
+    forged = [r for r in records(result) if r.kind == "tampering" and "outside that test's run" in r.detail]
+    assert forged and forged[0].target == "tests/test_calc.py::test_divide", records(result)
+    twin = stage2(repo, diff_of(repo, {"pkg/calc.py": AT_EXIT + FIXED}), sandbox)
+    assert twin.outcome == Outcome.PASS, (twin.reason, records(twin))
+    assert not [r for r in records(twin) if r.kind == "tampering"], records(twin)
+
+
 def test_a_conftest_that_only_adds_a_fixture_is_no_finding(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     fixture = "import pytest\n\n\n@pytest.fixture\ndef numbers():\n    return (4, 2)\n"
     repo = make_repo(BASE)

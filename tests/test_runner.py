@@ -84,6 +84,40 @@ def test_every_outcome_class_on_real_failing_tests(make_repo: MakeRepo, sandbox:
     assert run.result.isolation == sandbox.isolation
 
 
+FLAKY = """\
+import os
+import tempfile
+
+import pytest
+
+
+@pytest.mark.flaky(reruns=2)
+def test_passes_on_its_second_attempt():
+    mark = os.path.join(tempfile.gettempdir(), "attempted")
+    first = not os.path.exists(mark)
+    open(mark, "w").close()
+    assert not first
+
+
+@pytest.mark.flaky(reruns=1)
+def test_always_fails():
+    assert False
+"""
+
+
+def test_a_rerun_plugins_repeated_reports_are_not_forged_records(make_repo: MakeRepo, sandbox: Sandbox) -> None:
+    """pytest-rerunfailures reports each failed attempt as ``rerun`` and the test's phases again: the plugin's records
+    keep their shape (`execution/channel_order.py`), and the last attempt decides."""
+    # the gate's own environment runs with plugin autoload off: the project names the plugin, as one may
+    repo = make_repo({"tests/test_flaky.py": FLAKY, "pytest.ini": "[pytest]\naddopts = -p pytest_rerunfailures\n"})
+    run = run_pytest(sandbox, current_environment(), repo, ["tests/test_flaky.py"], tag="r", timeout_seconds=120)
+    assert run.run_error is None, run.log_excerpt()
+    assert sum(r.outcome == "rerun" for r in run.result.reports) == 2, run.result.reports
+    assert not [e for e in run.result.side_effects if e.kind == "tampering"], run.result.side_effects
+    got = {t.test_id.split("::", 1)[1]: t.status for t in run.tests}
+    assert got == {"test_passes_on_its_second_attempt": "pass", "test_always_fails": "behavioural_fail"}
+
+
 def test_collection_errors_are_setup_errors(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(
         {

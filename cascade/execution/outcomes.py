@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cascade.execution.channel_order import order_breaks, runner_records
 from cascade.safety import SideEffect
 from cascade.sandbox.base import RunnerRecord, RunResult
 
@@ -118,7 +119,7 @@ def from_channel(reports: list[RunnerRecord]) -> list[TestResult]:
     """Every test the plugin reported, classified; collection errors as one result per file."""
     phases: dict[str, dict[str, RunnerRecord]] = {}
     results: list[TestResult] = []
-    for record in reports:
+    for record in runner_records(reports):
         if record.event == "outcome":
             phases.setdefault(record.nodeid, {})[record.when] = record
         elif record.event == "collect_error" and record.nodeid:
@@ -192,6 +193,8 @@ def integrity(result: RunResult, channel: list[TestResult], junit: list[TestResu
     def flag(detail: str, target: str = "test outcomes") -> None:
         found.append(SideEffect(kind="tampering", target=target, source="outcomes", detail=detail))
 
+    for nodeid, detail in order_breaks(result.reports):
+        flag(f"{detail}: the run wrote records into the channel that pass for the gate plugin's", nodeid or "channel")
     for record in result.reports:
         passed = record.event == "outcome" and record.outcome == "passed" and not record.wasxfail
         if passed and record.raw and record.raw not in ("Skipped", "XFailed"):
@@ -215,4 +218,6 @@ def integrity(result: RunResult, channel: list[TestResult], junit: list[TestResu
         flag(f"pytest's session ended with status {finish[-1].exitstatus} but the process exited {result.exit_code}")
     elif not finish and result.exit_code == 0 and any(r.event == "runner" for r in result.reports):
         flag("the test process exited 0 before its session finished")
+    if finish and junit is None:
+        flag("the session finished but its junit report is missing or unreadable: the report was removed or garbled")
     return found
