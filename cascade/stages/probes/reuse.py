@@ -22,7 +22,7 @@ from cascade.execution.envs import Environment
 from cascade.execution.runner import PytestRun
 from cascade.store import StoreKey
 
-_PRODUCER_ROOTS = ("sandbox", "execution/runner.py", "execution/outcomes.py")
+_PRODUCER_ROOTS = ("sandbox", "execution/runner.py", "execution/outcomes.py", "execution/channel_order.py")
 
 
 class BaseRunKey(StoreKey):
