@@ -330,8 +330,10 @@ def test_a_repeat_review_reuses_the_base_runs_with_their_records(
     request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
     first = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
     again = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
-    assert not any("result store" in r for r in first.cost.reuse)
-    assert any("base-tree test run(s) from the result store" in r for r in again.cost.reuse), again.cost
+    runs = len(first.cost.reuse) and first.cost.reuse[0].split(" of ")[1].split()[0]
+    assert first.cost.reuse == [f"probes: 0 of {runs} base-tree test run(s) from the result store"], first.cost
+    assert again.cost.reuse == [f"probes: {runs} of {runs} base-tree test run(s) from the result store"], again.cost
+    assert int(runs) >= 1
     assert (again.outcome, again.reason) == (first.outcome, first.reason) == (Outcome.PASS, again.reason)
     excused = [r for r in records(again, harmful=False) if "not the patch's" in r.detail]
     assert excused, "the reused base run's records still excuse what the untouched test does"

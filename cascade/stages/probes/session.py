@@ -42,7 +42,8 @@ class Session:
         self.pr_hooks: list[HookFinding] = []  # outcome-changing pytest hooks the PR added or changed (hooks.py)
         self.findings = Findings()
         self.store, self.base_identity = store, base_identity
-        self.reused = 0
+        self.reused = 0  # base-tree runs taken from the store …
+        self.storable_runs = 0  # … of those the store was asked for
         self._runs = 0
 
     def pytest(
@@ -70,6 +71,7 @@ class Session:
             "output_cap_mb": cfg.sandbox.output_mb,
         }
         key = self._key(tree, targets, place or {}, coverage, {**limits, "timeout_seconds": seconds})
+        self.storable_runs += bool(self.store and key)
         stored = self.store.get(key, reuse.StoredRun) if self.store and key else None
         if stored is not None and stored.value is not None:
             self.reused += 1

@@ -80,6 +80,7 @@ class ProbesStage:
         session.findings.evidence.extend(llm_notes)
         result = judging.decide(self.name, session.findings, time.perf_counter() - started)
         result.cost = result.cost + llm_cost
-        if session.reused:
-            result.cost.reuse.append(f"{self.name}: {session.reused} base-tree test run(s) from the result store")
+        if session.storable_runs:  # a hit rate, misses included: a first review says it computed every run
+            result.cost.reuse.append(f"{self.name}: {session.reused} of {session.storable_runs} base-tree test run(s) "
+                                     "from the result store")  # fmt: skip
         return result
