@@ -1,11 +1,12 @@
-"""Summarise the interleaved before/after rules-only runs of benchmarks/reuse_timing.sh (reuse across reviews).
+"""Summarise the interleaved before/after runs of benchmarks/reuse_timing.sh (reuse across reviews).
 
 Reads OUT/times.tsv (each `cascade bench run`'s wall and CPU, children included, from /usr/bin/time), each run's
-results.jsonl (wall per review) and, for the runs with the store, the full verdicts (--reports) for what was reused.
-Prints per set: reviews, mean wall per review, CPU per review, their before/after ratios, static store hits, and
-decision rows that differ (cascade bench compare is the paired test; this counts rows).
+results.jsonl (wall per review, each stage's seconds) and, for the runs with the store, the full verdicts (--reports)
+for what was reused. Prints per set: reviews, mean wall per review, CPU per review, their before/after ratios, static
+store hits, and decision rows that differ (cascade bench compare is the paired test; this counts rows); then, where
+Stage 2 ran, its seconds per review before/after and the base-tree runs taken from the store.
 
-    python3 benchmarks/reuse_timing.py /tmp/h26-bench
+    python3 -m benchmarks.reuse_timing OUT
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 from cascade.bench.results import read_rows
+from cascade.bench.rows import TraceRow
 
 
 def _times(out: Path) -> dict[tuple[str, str], tuple[float, float, float]]:
@@ -44,6 +46,43 @@ def _hits(reports: Path) -> tuple[int, int, int]:
     return hits, ran, ignored
 
 
+def _stage2_hits(reports: Path) -> tuple[int, int]:
+    """(base-tree runs from the store, base-tree runs asked for) over the run's verdicts (Stage 2's reuse line)."""
+    reused = asked = 0
+    for path in reports.glob("**/*.json"):
+        verdict = json.loads(path.read_text())
+        probes = next((s for s in verdict.get("stages", []) if s["stage"] == "probes"), None)
+        for line in probes["cost"].get("reuse", []) if probes else []:
+            words = line.split()  # "probes: 3 of 5 base-tree test run(s) from the result store"
+            if len(words) > 3 and words[2] == "of" and "base-tree" in line:
+                reused, asked = reused + int(words[1]), asked + int(words[3])
+    return reused, asked
+
+
+def _stage2_seconds(rows: list[TraceRow]) -> dict[tuple[str, str, str], float]:
+    found: dict[tuple[str, str, str], float] = {}
+    for row in rows:
+        probes = next((s for s in row.stages if s.stage == "probes" and s.outcome != "skipped"), None)
+        if probes is not None:
+            found[row.key] = probes.seconds
+    return found
+
+
+def stage2_table(out: Path, names: list[str]) -> None:
+    """Stage 2 alone, on the reviews where it ran on both sides."""
+    print("\n| set | reviews reaching Stage 2 | Stage 2 s/review before → after | ratio | base runs from the store |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        before, after = (_stage2_seconds(read_rows(out / f"{side}-{name}" / "results.jsonl"))
+                         for side in ("before", "after"))  # fmt: skip
+        both = sorted(set(before) & set(after))
+        if not both:
+            continue
+        b, a = statistics.mean(before[k] for k in both), statistics.mean(after[k] for k in both)
+        reused, asked = _stage2_hits(out / f"after-{name}" / "reports")
+        print(f"| {name} | {len(both)} | {b:.1f} → {a:.1f} | {b / a:.2f}× | {reused}/{asked} |")
+
+
 def main(out: Path) -> None:
     times = _times(out)
     names = sorted({name for _, name in times}, key=["gold", "coder", "gpt4o", "claude", "gold-repeat"].index)
@@ -65,6 +104,7 @@ def main(out: Path) -> None:
             f"{cpus[0]:.2f} → {cpus[1]:.2f} | {cpus[0] / cpus[1]:.2f}× | {hits}/{ran}"
             f"{f' ({ignored} ignored)' if ignored else ''} | {differing} | {loads} |"
         )
+    stage2_table(out, names)
 
 
 if __name__ == "__main__":
