@@ -80,9 +80,15 @@ def terminate_descendants(grace: float = GRACE_SECONDS) -> int:
     return len(pids)
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
+def end_children_and_raise(signum: int, frame: FrameType | None) -> None:
+    """The SIGINT handler: end every descendant, then raise ``KeyboardInterrupt`` (once: later SIGINTs are ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
     terminate_descendants()
+    raise KeyboardInterrupt
+
+
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """A SIGTERM handler for a command that stops on it as on Ctrl-C (the benchmark's driver)."""
     raise KeyboardInterrupt
 
 
@@ -99,7 +105,7 @@ def await_worker_cleanup(seconds: float = CLEANUP_SECONDS) -> None:
 @contextmanager
 def stop_children_on_interrupt() -> Iterator[None]:
     """Within the block, Ctrl-C (SIGINT) ends every descendant process before ``KeyboardInterrupt`` is raised."""
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    previous = signal.signal(signal.SIGINT, end_children_and_raise)
     try:
         yield
     finally:

@@ -4,6 +4,7 @@ temporary directory of its own, no worktree registered in the repository, no pro
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -116,3 +117,52 @@ def write_config(tmp: Path, *, probes: bool) -> Path:
     text += "probes:\n  enabled: true\n" if probes else "probes:\n  enabled: false\n"
     config.write_text(text)
     return config
+
+
+def start_bench(tmp: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+    """`cascade bench run --gold` of four tasks on one repository whose nearby test sleeps, at --jobs 2."""
+    files = {"pkg/__init__.py": "", "pkg/mod.py": "def value():\n    return 1\n", "tests/test_mod.py": SLOW_TEST}
+    repo = tmp / "repos" / "acme__slow"
+    repo.mkdir(parents=True)
+    run_git(repo, "init", "-q", "-b", "main")
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "base")
+    base = run_git(repo, "rev-parse", "HEAD").strip()
+    patch = diff_of(repo, {"pkg/mod.py": "def value():\n    return 1  # same\n\n\nX = 2\n"})
+    rows = [{"instance_id": f"acme__slow-{i}", "repo": "acme/slow", "base_commit": base, "patch": patch,
+             "problem_statement": "x"} for i in range(4)]  # fmt: skip
+    (tmp / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp / "t").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp / "t"), "PYTHONPATH": str(ROOT), "CASCADE_CACHE_DIR": str(tmp / "cache")}
+    argv = [sys.executable, "-m", "cascade", "bench", "run", "--tasks", str(tmp / "tasks.jsonl"), "--gold",
+            "--repos-dir", str(tmp / "repos"), "--arm", "full-cascade", "--jobs", "2", "--quiet", "--config",
+            str(write_config(tmp, probes=True)), "--output", str(tmp / "out")]  # fmt: skip
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), repo, tmp / "out"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_the_benchmarks_driver_alone_ends_its_workers_traces_and_starts_no_other(
+    tmp_path: Path, signum: int
+) -> None:
+    """`kill -INT` or `kill` of the driver's pid (not its process group): the workers used to finish their traces
+    and start the queued ones (minutes of sandboxed runs after the driver was told to stop; SIGTERM orphaned them)."""
+    proc, repo, out = start_bench(tmp_path)
+    wait_for(tmp_path, "cascade-run-", proc)
+    started = time.monotonic()
+    proc.send_signal(signum)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("cascade bench run did not exit within 60 s of the signal")
+    seconds = time.monotonic() - started
+    assert proc.returncode == EXIT_INTERRUPTED, stderr
+    assert seconds < 15, f"exit took {seconds:.1f} s"
+    assert stderr.splitlines()[-1] == "cascade: interrupted" and "Traceback" not in stderr, stderr
+    rows = (out / "results.jsonl").read_text().splitlines() if (out / "results.jsonl").exists() else []
+    assert rows == [], rows  # every trace was cut short: a re-run does them all
+    assert_left_nothing(repo, tmp_path)

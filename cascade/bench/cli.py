@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -226,6 +227,7 @@ def run_command(
     from cascade.bench.results import read_rows
     from cascade.bench.runner import RunOptions, run_bench
     from cascade.config import load_config
+    from cascade.interrupt import raise_interrupt
     from cascade.llm.overrides import with_llm_overrides
 
     if repos_dir is not None and not Path(repos_dir).is_dir():
@@ -261,6 +263,7 @@ def run_command(
     options = RunOptions(
         jobs=jobs, timeout_seconds=timeout, retry_errors=retry_errors, progress=not quiet, reports_dir=reports
     )
+    signal.signal(signal.SIGTERM, raise_interrupt)  # `kill` stops the run as Ctrl-C does: workers and trees too
     summary = run_bench(cases, arms, resolver, config, out / RESULTS_FILE, options, runner)
     unavailable = sorted({c.repo for c in cases if not resolver.resolve(c.repo).available})
     _record_invocation(out, summary.model_dump_json())

@@ -19,12 +19,29 @@ from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import BadInput
 from cascade.execution.repo_specs import spec_for_repo
+from cascade.interrupt import end_children_and_raise
 from cascade.models import Decision, ReviewRequest, StageResult, Trace, Verdict
 from cascade.pipeline import review
 from cascade.stages.base import Stage
 from cascade.traces import load_trace
 
 EVIDENCE_CHARS = 300
+
+
+_stopping = False  # this worker process was interrupted: it starts no further trace
+
+
+def stop_on_interrupt() -> None:
+    """Pool initializer: SIGINT (the terminal's Ctrl-C, or the driver passing its own on) ends the worker's current
+    trace — its tools and sandboxed runs first, so the trace's trees are removed (cascade/interrupt.py) — and makes
+    every trace still queued to the worker end at once."""
+    signal.signal(signal.SIGINT, _interrupted)
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    _stopping = True
+    end_children_and_raise(signum, frame)
 
 
 class TraceTimeout(BaseException):
@@ -210,6 +227,8 @@ def _failed(row: TraceRow, status: TraceStatus, message: str) -> TraceRow:
 
 def run_trace(job: TraceJob, arm: Arm) -> TraceRow:
     """Review one trace; every failure becomes a row (an abstention) instead of ending the run."""
+    if _stopping:
+        raise KeyboardInterrupt
     started = time.perf_counter()
     row = _base_row(job)
     try:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
+import signal
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
 from cascade.bench.executors import MAX_ATTEMPTS, Planned, RowSink
 from cascade.bench.rows import TraceRow, TraceStatus
-from cascade.bench.worker import died_row, failed_row, run_trace
+from cascade.bench.worker import died_row, failed_row, run_trace, stop_on_interrupt
 
 WORKER_DIED = "worker process died (killed, out of memory or a crash in C code)"
 
@@ -34,7 +37,8 @@ class LocalExecutor:
         """Run the jobs in one pool; return those whose worker died (the pool breaks and cannot say which job)."""
         orphans: list[Planned] = []
         # spawn, not fork: workers must not inherit the progress bar's thread or the parent's open worktrees
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=spawn, initializer=stop_on_interrupt) as pool:
             futures: dict[Future[TraceRow], Planned] = {
                 pool.submit(run_trace, job, arm): (job, arm) for job, arm in planned
             }
@@ -50,7 +54,12 @@ class LocalExecutor:
                         row = failed_row(job, TraceStatus.ERROR, f"{type(exc).__name__}: {exc}")
                     on_row(row)
             except KeyboardInterrupt:
-                # Ctrl-C: drop the queued traces instead of running them all; finished rows are on disk to resume from
+                # Ctrl-C or SIGTERM: end the running traces (`kill` of the driver alone reaches no worker) and drop the
+                # queued ones; finished rows are on disk to resume from
+                for worker in multiprocessing.active_children():
+                    if worker.pid:  # never 0: that would be this whole process group
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(worker.pid, signal.SIGINT)
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
         return orphans
