@@ -118,6 +118,22 @@ def test_a_rerun_plugins_repeated_reports_are_not_forged_records(make_repo: Make
     assert got == {"test_passes_on_its_second_attempt": "pass", "test_always_fails": "behavioural_fail"}
 
 
+def test_a_projects_xdist_workers_are_switched_off_so_the_runner_sees_every_test(
+    make_repo: MakeRepo, sandbox: Sandbox
+) -> None:
+    """A project that runs its tests with ``-n 2``: under xdist the tests ran in worker processes, so their begin, end
+    and outcome records came from processes other than the runner (tampering, and no test to attribute a record to).
+    The gate's plugin keeps them in the runner's process."""
+    tests = "import os\n\n\ndef test_a():\n    assert os.getpid()\n\n\ndef test_b():\n    assert False\n"
+    repo = make_repo({"tests/test_two.py": tests, "pytest.ini": "[pytest]\naddopts = -p xdist -n 2\n"})
+    run = run_pytest(sandbox, current_environment(), repo, ["tests/test_two.py"], tag="x", timeout_seconds=120)
+    assert run.run_error is None, run.log_excerpt()
+    assert {t.test_id.split("::")[1]: t.status for t in run.tests} == {"test_a": "pass", "test_b": "behavioural_fail"}
+    assert not [e for e in run.result.side_effects if e.kind == "tampering"], run.result.side_effects
+    runner = {r.pid for r in run.result.reports if r.event == "runner"}
+    assert len(runner) == 1 and {r.pid for r in run.result.reports if r.event == "test_begin"} == runner
+
+
 def test_collection_errors_are_setup_errors(make_repo: MakeRepo, sandbox: Sandbox) -> None:
     repo = make_repo(
         {

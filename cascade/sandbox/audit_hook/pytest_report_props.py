@@ -11,8 +11,9 @@ decides on — so the outcome is not read back from a file the run's own code co
 * ``collect`` as each test file's collection (its import) begins, ``collect_error`` for a file that failed to
   collect, and ``runner`` start/finish records with the exit status.
 
-It also keeps writing the junit ``<property>`` values the report reader cross-checks. It must run on every Python a
-repository may need (3.6+) and every pytest from 4.6: plain code, old-style hook wrappers, no annotations."""
+It keeps the tests in its own process (a project's pytest-xdist ``-n`` is switched off), and it also keeps writing
+the junit ``<property>`` values the report reader cross-checks. It must run on every Python a repository may need
+(3.6+) and every pytest from 4.6: plain code, old-style hook wrappers, no annotations."""
 
 import contextlib
 import json
@@ -62,6 +63,18 @@ def _assertion(excinfo):
     if excinfo.typename == "Failed" and not text.startswith("Timeout"):
         assertion = True
     return assertion
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    # The tests run in this process, the one the gate watches as the runner: each test's begin, end and outcome, and
+    # the records between them, come from it (execution/channel_order.py). A project's `-n auto` would move them to
+    # pytest-xdist workers; running them here changes no test's outcome.
+    option = config.option
+    if getattr(option, "numprocesses", None):
+        option.numprocesses = 0
+        option.dist = "no"
+        option.tx = []
 
 
 def pytest_sessionstart(session):
