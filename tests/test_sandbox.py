@@ -451,5 +451,10 @@ def test_the_tests_sandbox_is_a_skip_with_the_reason_never_the_none_backend(
 ) -> None:
     """tests/support.py: a backend that cannot run here skips the test that needs it, saying why."""
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
-    with pytest.raises(pytest.skip.Exception, match=r"bwrap: bubblewrap \(bwrap\) is not installed"):
-        sandbox_backend("bwrap")
+    probe_bwrap.cache_clear()
+    try:
+        with pytest.raises(pytest.skip.Exception, match=r"bwrap: bubblewrap \(bwrap\) is not installed"):
+            sandbox_backend("bwrap")
+    finally:  # the probe's answer is cached: left behind, it would skip every later bwrap test of the session
+        monkeypatch.undo()
+        probe_bwrap.cache_clear()
