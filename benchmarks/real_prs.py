@@ -90,19 +90,20 @@ def summarise(directory: Path) -> str:
     lines = [f"### `{directory.name}` ({len(rows)} rows)", "", header, "|---|---|---|---|---|---|"]
     details: list[str] = []
     for repo, group in sorted(by_repo.items()):
-        verdicts = {r.instance_id: _verdict(directory, r) for r in group}
+        verdicts = {r.key: _verdict(directory, r) for r in group}  # one instance has a row per model
         rejects = [r for r in group if r.decision is Decision.REJECT]
         causes: Counter[str] = Counter()
         stuck = 0
         for row in group:
-            found = _inconclusive(verdicts[row.instance_id]) if verdicts[row.instance_id] else Counter()
+            verdict = verdicts[row.key]
+            found = _inconclusive(verdict) if verdict else Counter()
             stuck += bool(found)
             causes.update(found)
         seconds = [r.cost.seconds for r in group]
         cause_text = "; ".join(f"{n} × {c}" for c, n in causes.most_common(4)) or "—"
         lines.append(f"| {repo} | {len(group)} | {len(rejects)} | {stuck} | {cause_text} | "
                      f"{sum(seconds):.0f} / {statistics.median(seconds):.0f} |")  # fmt: skip
-        details += [f"- `{r.instance_id}`: {_deciding(r, verdicts[r.instance_id])}" for r in rejects]
+        details += [f"- `{r.instance_id}` ({r.model}): {_deciding(r, verdicts[r.key])}" for r in rejects]
     envs = sorted({(r.repo, e) for r in rows if (v := _verdict(directory, r)) and (e := _environment(v))})
     environments = [f"- {repo}: {env}" for repo, env in envs] or ["None recorded."]
     return "\n".join(
