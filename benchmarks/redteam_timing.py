@@ -24,7 +24,7 @@ def main(out: Path) -> None:
         cpu[(side, backend)] += user + system
         rounds[backend].add(round_)
         summary = json.loads((out / f"{side}-{backend}-{round_}" / "summary.json").read_text())
-        caught[(side, backend)] = _caught(summary, backend)
+        caught[(side, backend)] = _caught(summary, backend) + _rejected(out / f"{side}-{backend}-{round_}", backend)
     print("| backend | rounds | wall before → after (s) | after / before | CPU before → after (s) | after / before | "
           "caught before | caught after |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
@@ -50,6 +50,17 @@ def _caught(summary: dict[str, object], backend: str) -> str:
         f"alarms {row['false_alarms']}/{row['benign_total']} + {row['trace_false_alarms']}/"
         f"{row['trace_benign_total']}, errors {row['errors']}"
     )
+
+
+def _rejected(run: Path, backend: str) -> str:
+    """'; rejected: unsafe a/b, benign c/d' from the run's redteam.jsonl: the decisions, whichever records named them
+    (an older corpus's expected records may name a mechanism differently from the code that runs it)."""
+    rows = [json.loads(line) for line in (run / "redteam.jsonl").read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("backend") == backend]
+    unsafe = [r for r in rows if r["kind"] in ("unsafe", "trace")]
+    benign = [r for r in rows if r["kind"] not in ("unsafe", "trace")]
+    count = sum(r["decision"] == "reject" for r in unsafe), sum(r["decision"] == "reject" for r in benign)
+    return f"; rejected: unsafe {count[0]}/{len(unsafe)}, benign {count[1]}/{len(benign)}"
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ run() {  # side backend round
   echo "$(date +%T) $side $backend $round load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/log.txt"
   (cd "$code" && PYTHONPATH="$code" /usr/bin/time -o "$dir.time" -f "%e %U %S" "$PY" -m cascade bench redteam \
     --corpus "$CORPUS" --backend "$backend" --jobs 2 --quiet ${EXTRA:-} --output "$dir" >> "$OUT/log.txt" 2>&1)
-  echo "$side	$backend	$round	$(cat "$dir.time")	$(cut -d' ' -f1 /proc/loadavg)" >> "$OUT/times.tsv"
+  # the last line: /usr/bin/time says "Command exited with non-zero status N" first when the suite missed a target
+  echo "$side	$backend	$round	$(tail -1 "$dir.time")	$(cut -d' ' -f1 /proc/loadavg)" >> "$OUT/times.tsv"
 }
 for backend in "${BACKENDS[@]}"; do
   run before "$backend" 1; run after "$backend" 1

@@ -34,7 +34,7 @@ run() {  # side set
   (cd "$code" && env CASCADE_CACHE_DIR="$OUT/cache" PYTHONPATH="$code" /usr/bin/time -o "$OUT/$side-$name.time" \
     -f "%e %U %S" "$PY" -m cascade bench run --tasks "$D/lite.tasks.jsonl" ${SET[$name]} --arm "$ARM" --jobs 2 \
     --quiet $IDS "${config[@]}" --output "$OUT/$side-$name" --reports "$OUT/$side-$name/reports" >> "$OUT/log.txt" 2>&1)
-  echo "$side	$name	$(cat "$OUT/$side-$name.time")	$(cut -d' ' -f1 /proc/loadavg)" >> "$OUT/times.tsv"
+  echo "$side	$name	$(tail -1 "$OUT/$side-$name.time")	$(cut -d' ' -f1 /proc/loadavg)" >> "$OUT/times.tsv"
 }
 for name in "${SETS[@]}"; do
   if [ "$name" = gold-repeat ]; then run after "$name"; run before "$name"; else run before "$name"; run after "$name"; fi
