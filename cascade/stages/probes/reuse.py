@@ -12,6 +12,7 @@ crash or a sandbox that never started the command is never replayed.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -69,7 +70,7 @@ def base_run_key(
     base_commit: str,
     env: Environment,
     sandbox: str,
-    limits: dict[str, float],
+    limits: Mapping[str, float],
     tree_name: str,
     targets: list[str],
     place: dict[str, str],
@@ -80,7 +81,7 @@ def base_run_key(
         base_commit=base_commit,
         environment=environment_identity(env),
         sandbox=sandbox,
-        limits=limits,
+        limits=dict(limits),
         tree_name=tree_name,
         targets=list(targets),
         placed={path: _digest(text.encode("utf-8", "surrogatepass")) for path, text in sorted(place.items())},

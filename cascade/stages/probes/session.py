@@ -8,6 +8,7 @@ be seen by a later run, nor reached by the host through them (docs/architecture.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from cascade.config import CascadeConfig
@@ -70,10 +71,12 @@ class Session:
             "inodes": cfg.sandbox.inodes,
             "output_cap_mb": cfg.sandbox.output_mb,
         }
-        key = self._key(tree, targets, place or {}, coverage, {**limits, "timeout_seconds": seconds})
+        # The wall timeout is no part of the key: a wider regression chunk gets what is left of the review's budget,
+        # different on every review. A stored run finished within its own; it stands for a run given at least as long.
+        key = self._key(tree, targets, place or {}, coverage, limits)
         self.storable_runs += bool(self.store and key)
         stored = self.store.get(key, reuse.StoredRun) if self.store and key else None
-        if stored is not None and stored.value is not None:
+        if stored is not None and stored.value is not None and stored.value.run.result.seconds <= seconds:
             self.reused += 1
             run = stored.value.run.model_copy(update={"tree": str(tree)})
         else:
@@ -89,7 +92,7 @@ class Session:
         return run
 
     def _key(
-        self, tree: Path, targets: list[str], place: dict[str, str], coverage: bool, limits: dict[str, float]
+        self, tree: Path, targets: list[str], place: dict[str, str], coverage: bool, limits: Mapping[str, float]
     ) -> reuse.BaseRunKey | None:
         """The store key of a base-tree run (a patched-tree run is never reused: the patch is what is reviewed)."""
         if tree != self.base or self.base_identity is None:
