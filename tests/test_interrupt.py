@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cascade.interrupt import EXIT_INTERRUPTED
+from tests.bench_support import init_repo
 from tests.support import MakeRepo, diff_of, run_git
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,14 +124,7 @@ def start_bench(tmp: Path) -> tuple[subprocess.Popen[str], Path, Path]:
     """`cascade bench run --gold` of four tasks on one repository whose nearby test sleeps, at --jobs 2."""
     files = {"pkg/__init__.py": "", "pkg/mod.py": "def value():\n    return 1\n", "tests/test_mod.py": SLOW_TEST}
     repo = tmp / "repos" / "acme__slow"
-    repo.mkdir(parents=True)
-    run_git(repo, "init", "-q", "-b", "main")
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    run_git(repo, "add", "-A")
-    run_git(repo, "commit", "-q", "-m", "base")
-    base = run_git(repo, "rev-parse", "HEAD").strip()
+    base = init_repo(repo, files)
     patch = diff_of(repo, {"pkg/mod.py": "def value():\n    return 1  # same\n\n\nX = 2\n"})
     rows = [{"instance_id": f"acme__slow-{i}", "repo": "acme/slow", "base_commit": base, "patch": patch,
              "problem_statement": "x"} for i in range(4)]  # fmt: skip

@@ -15,14 +15,10 @@ Where the plugin itself is switched off in-process, its records stop: that is th
 
 from __future__ import annotations
 
+from cascade.sandbox.attribution import runner_pid
 from cascade.sandbox.base import RunnerRecord
 
 _TEST_EVENTS = frozenset({"test_begin", "test_end", "outcome"})
-
-
-def runner_pid(reports: list[RunnerRecord]) -> int | None:
-    """The test runner's process: the one that started the session."""
-    return next((r.pid for r in reports if r.event == "runner" and r.phase == "start"), None)
 
 
 def runner_records(reports: list[RunnerRecord]) -> list[RunnerRecord]:

@@ -18,13 +18,17 @@ SESSION = "session"
 STARTUP = "startup"
 
 
+def runner_pid(reports: list[RunnerRecord]) -> int | None:
+    """The test runner's process: the one that started the session (None when no session started)."""
+    return next((r.pid for r in reports if r.event == "runner" and r.phase == "start"), None)
+
+
 class Phases:
     """The test intervals of one run, from the plugin records of its pytest process."""
 
     def __init__(self, reports: list[RunnerRecord]) -> None:
-        starts = [r for r in reports if r.event == "runner" and r.phase == "start"]
-        self.active = bool(starts)
-        main = starts[0].pid if starts else None
+        main = runner_pid(reports)
+        self.active = main is not None
         collects = [r.t for r in reports if r.event == "collect" and r.pid == main]
         self.collecting_from = min(collects) if collects else None  # no file collected: no start-up is told apart
         self.begins: list[float] = []
