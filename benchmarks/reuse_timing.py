@@ -4,7 +4,7 @@ Reads OUT/times.tsv (each `cascade bench run`'s wall and CPU, children included,
 results.jsonl (wall per review, each stage's seconds) and, for the runs with the store, the full verdicts (--reports)
 for what was reused. Prints per set: reviews, mean wall per review, CPU per review, their before/after ratios, static
 store hits, and decision rows that differ (cascade bench compare is the paired test; this counts rows); then, where
-Stage 2 ran, its seconds per review before/after and the base-tree runs taken from the store.
+Stage 2 ran, its seconds per review before/after and the base- and patched-tree runs taken from the store.
 
     python3 -m benchmarks.reuse_timing OUT
 """
@@ -46,17 +46,20 @@ def _hits(reports: Path) -> tuple[int, int, int]:
     return hits, ran, ignored
 
 
-def _stage2_hits(reports: Path) -> tuple[int, int]:
-    """(base-tree runs from the store, base-tree runs asked for) over the run's verdicts (Stage 2's reuse line)."""
-    reused = asked = 0
+def _stage2_hits(reports: Path) -> tuple[int, int, int, int]:
+    """(base-tree runs from the store, asked for, patched-tree runs from the store, asked for) over the run's verdicts
+    (Stage 2's reuse line)."""
+    counts = [0, 0, 0, 0]
     for path in reports.glob("**/*.json"):
         verdict = json.loads(path.read_text())
         probes = next((s for s in verdict.get("stages", []) if s["stage"] == "probes"), None)
         for line in probes["cost"].get("reuse", []) if probes else []:
-            words = line.split()  # "probes: 3 of 5 base-tree test run(s) from the result store"
-            if len(words) > 3 and words[2] == "of" and "base-tree" in line:
-                reused, asked = reused + int(words[1]), asked + int(words[3])
-    return reused, asked
+            # "probes: 3 of 5 base-tree and 0 of 4 patched-tree test run(s) from the result store"
+            words = line.split()
+            if len(words) > 8 and words[4] == "base-tree" and words[9] == "patched-tree":
+                for i, at in enumerate((1, 3, 6, 8)):
+                    counts[i] += int(words[at])
+    return counts[0], counts[1], counts[2], counts[3]
 
 
 def _stage2_seconds(rows: list[TraceRow]) -> dict[tuple[str, str, str], float]:
@@ -70,8 +73,9 @@ def _stage2_seconds(rows: list[TraceRow]) -> dict[tuple[str, str, str], float]:
 
 def stage2_table(out: Path, names: list[str]) -> None:
     """Stage 2 alone, on the reviews where it ran on both sides."""
-    print("\n| set | reviews reaching Stage 2 | Stage 2 s/review before → after | ratio | base runs from the store |")
-    print("|---|---|---|---|---|")
+    print("\n| set | reviews reaching Stage 2 | Stage 2 s/review before → after | ratio | base runs from the store | "
+          "patched runs from the store |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
     for name in names:
         before, after = (_stage2_seconds(read_rows(out / f"{side}-{name}" / "results.jsonl"))
                          for side in ("before", "after"))  # fmt: skip
@@ -79,8 +83,9 @@ def stage2_table(out: Path, names: list[str]) -> None:
         if not both:
             continue
         b, a = statistics.mean(before[k] for k in both), statistics.mean(after[k] for k in both)
-        reused, asked = _stage2_hits(out / f"after-{name}" / "reports")
-        print(f"| {name} | {len(both)} | {b:.1f} → {a:.1f} | {b / a:.2f}× | {reused}/{asked} |")
+        base, base_asked, patched, patched_asked = _stage2_hits(out / f"after-{name}" / "reports")
+        print(f"| {name} | {len(both)} | {b:.1f} → {a:.1f} | {b / a:.2f}× | {base}/{base_asked} | "
+              f"{patched}/{patched_asked} |")  # fmt: skip
 
 
 def main(out: Path) -> None:

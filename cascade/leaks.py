@@ -22,6 +22,8 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
+import ahocorasick
+
 from cascade.decoys import decoys
 
 WINDOW = 24  # characters of a long secret's canonical form that identify it
@@ -77,6 +79,13 @@ class SecretScanner:
     def __init__(self, secrets: Iterable[str]) -> None:
         self.needles: list[bytes] = sorted({w for s in secrets for f in forms(s) for w in windows(f)
                                             if len(w) >= 16})  # fmt: skip
+        # Every run's output, records and messages are scanned: one Aho-Corasick pass over a text finds any of the
+        # ~1,200 windows, where a test per window cost 0.25 ms for each short string and 0.25 s per MiB.
+        self._automaton = ahocorasick.Automaton()
+        for needle in self.needles:
+            self._automaton.add_word(needle.decode("ascii"), None)
+        if self.needles:
+            self._automaton.make_automaton()
 
     @staticmethod
     def views(data: bytes) -> list[bytes]:
@@ -88,7 +97,10 @@ class SecretScanner:
 
     def found_in(self, data: bytes | str) -> bool:
         raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
-        return any(needle in view for view in self.views(raw) for needle in self.needles)
+        if not self.needles:
+            return False
+        # a canonical view is lowercase letters and digits only: ASCII
+        return any(next(self._automaton.iter(view.decode("ascii")), None) is not None for view in self.views(raw))
 
     def redact(self, text: str) -> str:
         """``text`` without the secrets: the lines that hold one, or the whole text when a copy spans lines."""

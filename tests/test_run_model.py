@@ -319,26 +319,44 @@ def test_git_still_works_in_the_runs_copy(make_repo: MakeRepo, sandbox: Sandbox)
     assert not subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
 
 
+def reuse_counts(result: StageResult) -> tuple[int, int, int, int]:
+    """(base runs taken, asked, patched runs taken, asked) from the stage's line "probes: 2 of 5 base-tree and 0 of
+    3 patched-tree test run(s) from the result store"."""
+    (line,) = result.cost.reuse
+    words = line.split()
+    return int(words[1]), int(words[3]), int(words[6]), int(words[8])
+
+
 def test_a_repeat_review_reuses_the_base_runs_with_their_records(
     make_repo: MakeRepo, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """The same base reviewed again (another agent's patch, another push): its base-tree runs come from the result
-    store, records and all, and the decision is the same."""
+    """The same base reviewed again with another patch (another agent's, another push): its base-tree runs come from
+    the result store, records and all, its patched-tree runs are run afresh; the very same patch again (a re-run)
+    takes its patched-tree runs, coverage included, from the store too. The decisions are the same."""
     repo = make_repo({**BASE, "tests/test_calc.py": NOISY})
-    patch = diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_calc.py": NOISY + "\n\n" + ZERO.split("\n\n\n")[1]})
+    new_test = NOISY + "\n\n" + ZERO.split("\n\n\n")[1]
+    patch = diff_of(repo, {"pkg/calc.py": FIXED, "tests/test_calc.py": new_test})
+    other = diff_of(repo, {"pkg/calc.py": FIXED.replace("return None", "return None  # by zero"),
+                           "tests/test_calc.py": new_test})  # fmt: skip
     config = parse_config({"env": {"use_current_interpreter": True}, "cache": {"dir": str(tmp_path / "cache")}})
-    request = ReviewRequest(repo=str(repo), patch_text=patch, config=config)
-    first = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
-    again = review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
-    hits, runs = first.cost.reuse[0].removeprefix("probes: ").split()[:3:2]
-    assert int(hits) < int(runs), first.cost  # a base run the review itself repeats may come from the store already
-    assert again.cost.reuse == [f"probes: {runs} of {runs} base-tree test run(s) from the result store"], again.cost
-    assert (again.outcome, again.reason) == (first.outcome, first.reason) == (Outcome.PASS, again.reason)
-    excused = [r for r in records(again, harmful=False) if "not the patch's" in r.detail]
-    assert excused, "the reused base run's records still excuse what the untouched test does"
+
+    def stage(text: str) -> StageResult:
+        request = ReviewRequest(repo=str(repo), patch_text=text, config=config)
+        return review(request, stages=[ProbesStage(sandbox=sandbox)]).stages[0]
+
+    first, another, again = stage(patch), stage(other), stage(patch)
+    base_taken, base_asked, patched_taken, patched_asked = reuse_counts(first)
+    assert base_taken < base_asked and patched_taken < patched_asked, first.cost  # a review may repeat its own run
+    assert reuse_counts(another) == (base_asked, base_asked, 0, patched_asked), another.cost
+    assert reuse_counts(again) == (base_asked, base_asked, patched_asked, patched_asked), again.cost
+    for result in (another, again):
+        assert (result.outcome, result.reason) == (first.outcome, first.reason) == (Outcome.PASS, result.reason)
+        assert [e.summary for e in result.evidence] == [e.summary for e in first.evidence]
+        excused = [r for r in records(result, harmful=False) if "not the patch's" in r.detail]
+        assert excused, "the reused base run's records still excuse what the untouched test does"
 
 
-def test_a_repeat_review_given_another_timeout_still_reuses_a_base_run_that_finished_within_it(
+def test_a_repeat_review_given_another_timeout_still_reuses_a_run_that_finished_within_it(
     make_repo: MakeRepo, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """A wider regression chunk's timeout is what is left of the review's budget, different on every review: it is no
@@ -354,10 +372,10 @@ def test_a_repeat_review_given_another_timeout_still_reuses_a_base_run_that_fini
                       stages=[ProbesStage(sandbox=sandbox)]).stages[0]  # fmt: skip
 
     first, again = stage(300), stage(200)
-    runs = first.cost.reuse[0].split(" of ")[1].split()[0]
-    assert again.cost.reuse == [f"probes: {runs} of {runs} base-tree test run(s) from the result store"], again.cost
+    _, base_asked, _, patched_asked = reuse_counts(first)
+    assert reuse_counts(again) == (base_asked, base_asked, patched_asked, patched_asked), again.cost
     assert (again.outcome, again.reason) == (first.outcome, first.reason)
-    assert stage(0.001).cost.reuse[0].startswith("probes: 0 of "), "a run that took longer is run again"
+    assert reuse_counts(stage(0.001))[::2] == (0, 0), "a run that took longer is run again"
 
 
 def test_each_run_has_its_own_tree_and_scratch(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ be seen by a later run, nor reached by the host through them (docs/architecture.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from cascade.config import CascadeConfig
@@ -22,6 +23,12 @@ from cascade.stages.probes.judging import Findings
 from cascade.store import ResultStore
 
 
+@dataclass
+class Tally:
+    asked: int = 0  # runs the store was asked for …
+    taken: int = 0  # … and of those, runs it gave back
+
+
 class Session:
     def __init__(
         self,
@@ -33,18 +40,18 @@ class Session:
         changed: dict[Path, set[int]],
         tree_name: str = "project",
         store: ResultStore | None = None,
-        base_identity: tuple[str, str] | None = None,
+        identity: tuple[str, str, str] | None = None,
     ) -> None:
-        """``store`` and ``base_identity`` (repository, base commit): where base-tree runs are kept and reused."""
+        """``store`` and ``identity`` (repository, base commit, `reuse.patch_identity` of the patch): where runs are
+        kept and reused."""
         self.config, self.sandbox, self.env = config, sandbox, env
         self.base, self.patched = base, patched
         self.changed = changed  # patched-tree file → lines a probe must execute (changes.changed_lines)
         self.tree_name = tree_name
         self.pr_hooks: list[HookFinding] = []  # outcome-changing pytest hooks the PR added or changed (hooks.py)
         self.findings = Findings()
-        self.store, self.base_identity = store, base_identity
-        self.reused = 0  # base-tree runs taken from the store …
-        self.storable_runs = 0  # … of those the store was asked for
+        self.store, self.identity = store, identity
+        self.reuse = {"base": Tally(), "patched": Tally()}  # per tree: runs asked of the store, runs taken from it
         self._runs = 0
 
     def pytest(
@@ -74,11 +81,12 @@ class Session:
         # The wall timeout is no part of the key: a wider regression chunk gets what is left of the review's budget,
         # different on every review. A stored run finished within its own; it stands for a run given at least as long.
         key = self._key(tree, targets, place or {}, coverage, limits)
-        self.storable_runs += bool(self.store and key)
+        tally = self.reuse["base" if tree == self.base else "patched"]
+        tally.asked += bool(self.store and key)
         stored = self.store.get(key, reuse.StoredRun) if self.store and key else None
         if stored is not None and stored.value is not None and stored.value.run.result.seconds <= seconds:
-            self.reused += 1
-            run = stored.value.run.model_copy(update={"tree": str(tree)})
+            tally.taken += 1
+            run = stored.value.restored(tree)
         else:
             run = run_pytest(
                 self.sandbox, self.env, tree, targets, tag=f"{'base' if tree == self.base else 'patched'}-{self._runs}",
@@ -93,14 +101,24 @@ class Session:
 
     def _key(
         self, tree: Path, targets: list[str], place: dict[str, str], coverage: bool, limits: Mapping[str, float]
-    ) -> reuse.BaseRunKey | None:
-        """The store key of a base-tree run (a patched-tree run is never reused: the patch is what is reviewed)."""
-        if tree != self.base or self.base_identity is None:
+    ) -> reuse.RunKey | None:
+        """The store key of a run: a base-tree run is named by its base, a patched-tree run by its base and the
+        patch's text too (the same patch reviewed again, never another one)."""
+        if self.identity is None:
             return None
+        repository, base_commit, patch = self.identity
         image = getattr(self.sandbox, "image", "")  # the docker backend's image is part of what ran
         sandbox = f"{self.sandbox.isolation}:{image}" if image else self.sandbox.isolation
-        return reuse.base_run_key(*self.base_identity, self.env, sandbox, limits, self.tree_name, targets, place,
-                                  coverage)  # fmt: skip
+        return reuse.run_key(repository, base_commit, "" if tree == self.base else patch, self.env, sandbox, limits,
+                             self.tree_name, targets, place, coverage)  # fmt: skip
+
+    def reuse_line(self) -> str | None:
+        """The hit rate, misses included (a first review says it computed every run), or None without a store."""
+        base, patched = self.reuse["base"], self.reuse["patched"]
+        if not (base.asked or patched.asked):
+            return None
+        return (f"{base.taken} of {base.asked} base-tree and {patched.taken} of {patched.asked} patched-tree test "
+                "run(s) from the result store")  # fmt: skip
 
     def attribute(
         self, base: PytestRun | None, patched: PytestRun | None, touched: attribution.Touched, judge_base: bool = True

@@ -21,6 +21,7 @@ from cascade.stages.probes.environment import make_environment, make_sandbox, pr
 from cascade.stages.probes.hooks import pr_hooks
 from cascade.stages.probes.probing import run_probes
 from cascade.stages.probes.regression import check_regressions
+from cascade.stages.probes.reuse import patch_identity
 from cascade.stages.probes.session import Session
 
 
@@ -53,9 +54,9 @@ class ProbesStage:
         except CascadeError as exc:
             return StageResult.skipped(self.name, f"no execution environment: {exc}")
         name = Path(ctx.request.repo).resolve().name or "project"
-        identity = (str(ctx.workspace.repo), ctx.workspace.base_commit)
+        identity = (str(ctx.workspace.repo), ctx.workspace.base_commit, patch_identity(ctx.patch.text))
         session = Session(ctx.config, sandbox, env, base, patched, changed_lines(ctx.patch, patched), name,
-                          store=ctx.store, base_identity=identity)  # fmt: skip
+                          store=ctx.store, identity=identity)  # fmt: skip
         summary = f"ran in sandbox '{sandbox.isolation}' with {env.description}"
         details = SandboxSetup(isolation=sandbox.isolation, python=env.python_version)
         setup = Evidence(kind=EvidenceKind.INFO, grounded=False, summary=summary, details=details)
@@ -80,7 +81,7 @@ class ProbesStage:
         session.findings.evidence.extend(llm_notes)
         result = judging.decide(self.name, session.findings, time.perf_counter() - started)
         result.cost = result.cost + llm_cost
-        if session.storable_runs:  # a hit rate, misses included: a first review says it computed every run
-            result.cost.reuse.append(f"{self.name}: {session.reused} of {session.storable_runs} base-tree test run(s) "
-                                     "from the result store")  # fmt: skip
+        reused = session.reuse_line()
+        if reused:
+            result.cost.reuse.append(f"{self.name}: {reused}")
         return result
