@@ -15,7 +15,6 @@ which outside star imports they do not. Writes one JSON line per patch and a Mar
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -29,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from cascade.bench.data import DEV_AGENTS, DevData
+from cascade.bench.data import DevData
+from cascade.bench.items import PatchItem, patch_items
 from cascade.bench.repos import RepoResolver
 from cascade.config import CascadeConfig
 from cascade.errors import CascadeError
@@ -43,22 +43,6 @@ from cascade.static.ruff import run_ruff
 from cascade.workspace import apply_patch
 
 SCREEN_RULES = ["F821", "F405"]
-
-
-class Item(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    instance: str
-    source: str  # gold | resolved-submission | coder | moatless-gpt4o | moatless-claude35
-    model: str
-    label: str  # acceptable | defect
-    repo: str
-    base_commit: str
-    patch: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.source}:{self.model}:{self.instance}:{hashlib.sha256(self.patch.encode()).hexdigest()[:12]}"
 
 
 class Record(BaseModel):
@@ -77,45 +61,6 @@ class Record(BaseModel):
     reason: str = ""
     rejecting: list[dict[str, Any]] = Field(default_factory=list)
     error: str | None = None
-
-
-def load_items(data: Path, repos: Path, unfetchable: Counter[str], *, require_mirror: bool = True) -> list[Item]:
-    """Every non-empty patch, de-duplicated per source and model; only fetched repositories by default."""
-    dev = DevData(data)
-    tasks = {**dev.tasks("verified"), **dev.tasks("lite")}
-    resolver = RepoResolver(repos_dir=str(repos))
-    items: dict[str, Item] = {}
-
-    def add(instance: str, source: str, model: str, label: str, patch: str) -> None:
-        task = tasks.get(instance)
-        if task is None or not patch.strip():
-            return
-        if require_mirror and resolver.resolve(task.repo).path is None:
-            unfetchable[source] += 1
-            return
-        item = Item(
-            instance=instance,
-            source=source,
-            model=model,
-            label=label,
-            repo=task.repo,
-            base_commit=task.base_commit,
-            patch=patch,
-        )
-        items.setdefault(item.key, item)
-
-    for split in ("lite", "verified"):
-        for row in dev.tasks(split).values():
-            add(row.instance_id, "gold", "gold", "acceptable", row.patch)
-    for source in DEV_AGENTS:
-        resolved = dev.agent_resolved(source)
-        for pred in dev.agent_predictions(source):
-            label = "acceptable" if pred.instance_id in resolved else "defect"
-            add(pred.instance_id, source, source, label, pred.model_patch or "")
-    for split in ("lite", "verified"):
-        for pred in dev.resolved_submissions(split):
-            add(pred.instance_id, "resolved-submission", pred.model_name_or_path, "acceptable", pred.model_patch or "")
-    return list(items.values())
 
 
 def _python_sections(patch: str) -> tuple[str, list[tuple[str | None, str | None]]]:
@@ -139,7 +84,7 @@ def _show(mirror: Path, commit: str, path: str) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def screen(item: Item, repos: Path) -> list[dict[str, Any]]:
+def screen(item: PatchItem, repos: Path) -> list[dict[str, Any]]:
     """ruff F821/F405 new in the patched files on lines the patch added (no checkout: files from the mirror)."""
     mirror = repos / item.repo.replace("/", "+") / "repo"
     text, paths = _python_sections(item.patch)
@@ -180,7 +125,7 @@ def _read(tree: Path, rel: str | None) -> str | None:
     return (tree / rel).read_text(errors="replace")
 
 
-def measure(item: Item, repos: Path) -> Record:
+def measure(item: PatchItem, repos: Path) -> Record:
     record = Record(
         key=item.key, instance=item.instance, source=item.source, model=item.model, label=item.label, repo=item.repo
     )
@@ -273,7 +218,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0)
     args = parser.parse_args()
     unfetchable: Counter[str] = Counter()
-    items = load_items(args.data, args.repos, unfetchable)
+    items = patch_items(DevData(args.data), RepoResolver(repos_dir=str(args.repos)), unfetchable)
     if args.limit:
         items = items[: args.limit]
     jsonl = args.out.with_suffix(".jsonl")

@@ -361,10 +361,12 @@ def compare_command(
         click.echo(text, nl=False)
 
 
-def _register_redteam() -> None:
+def _register_suites() -> None:
+    from cascade.bench.scans.cli import scan_command  # scans of the dev data: `cascade bench scan NAME`
     from cascade.redteam.cli import redteam  # the red-team suite (README): `cascade bench redteam`
 
     bench.add_command(redteam)
+    bench.add_command(scan_command)
 
 
-_register_redteam()
+_register_suites()

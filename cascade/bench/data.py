@@ -221,24 +221,32 @@ class DevData:
     def tasks(self, split: str = "lite") -> dict[str, TaskRow]:
         return load_tasks(self.tasks_file(split))
 
-    def agent_predictions(self, agent: str) -> list[Prediction]:
-        return load_predictions(self.root / DEV_AGENTS[agent] / "all_preds.jsonl")
+    def predictions_file(self, agent: str) -> Path:
+        return self.root / DEV_AGENTS[agent] / "all_preds.jsonl"
 
-    def agent_resolved(self, agent: str) -> set[str]:
-        return load_resolved(self.root / DEV_AGENTS[agent] / "results.json")
+    def results_file(self, agent: str) -> Path:
+        return self.root / DEV_AGENTS[agent] / "results.json"
 
     def agent_trajs(self, agent: str) -> Path:
         return self.root / DEV_AGENTS[agent] / "trajs"
 
+    def submissions_file(self, split: str = "lite") -> Path:
+        return self.root / "resolved-submissions" / f"{split}.preds.jsonl"
+
+    def agent_predictions(self, agent: str) -> list[Prediction]:
+        return load_predictions(self.predictions_file(agent))
+
+    def agent_resolved(self, agent: str) -> set[str]:
+        return load_resolved(self.results_file(agent))
+
     def run_arguments(self, agent: str, split: str = "lite") -> list[str]:
         """The `cascade bench run` arguments that replay an agent's prediction set with its labels and traces."""
-        folder = self.root / DEV_AGENTS[agent]
-        return ["--tasks", str(self.tasks_file(split)), "--predictions", str(folder / "all_preds.jsonl"),
-                "--results", str(folder / "results.json"), "--trajs", str(folder / "trajs")]  # fmt: skip
+        return ["--tasks", str(self.tasks_file(split)), "--predictions", str(self.predictions_file(agent)),
+                "--results", str(self.results_file(agent)), "--trajs", str(self.agent_trajs(agent))]  # fmt: skip
 
     def resolved_submissions(self, split: str = "lite") -> list[Prediction]:
         """Patches of other agents the official harness marked resolved (all acceptable)."""
-        return load_predictions(self.root / "resolved-submissions" / f"{split}.preds.jsonl")
+        return load_predictions(self.submissions_file(split))
 
 
 def stratified(cases: list[BenchCase], limit: int) -> list[BenchCase]:

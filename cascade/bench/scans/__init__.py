@@ -1,0 +1,50 @@
+"""Scans: measurements over the whole dev data that run one stage's own functions on every patch, issue text or
+trajectory, without a review — `cascade bench scan NAME` (docs/benchmarks.md). Each scan is one module here and one
+line in `SCANS`; it yields typed rows (written to ``rows.jsonl``) and renders its summary from those rows alone, so
+every number of ``summary.md`` recomputes from the JSONL (``cascade bench scan NAME --from-rows``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from cascade.bench.data import DevData
+from cascade.bench.repos import RepoResolver
+
+
+@dataclass(frozen=True)
+class ScanInputs:
+    dev: DevData
+    repos: RepoResolver
+    scratch: Path  # a directory of this scan's own, removed after it
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class Scan(Protocol[R]):
+    name: str
+    title: str  # the summary's heading
+    row: type[R]  # what a row is: ``--from-rows`` validates ``rows.jsonl`` against it
+
+    def rows(self, inputs: ScanInputs) -> Iterator[R]:
+        """One typed row per thing scanned (a patch, a text, a trace), in a stable order."""
+        ...
+
+    def summary(self, rows: list[R]) -> list[str]:
+        """The summary's Markdown lines after its heading and command, computed from ``rows`` alone."""
+        ...
+
+
+def registry() -> dict[str, Scan[Any]]:
+    """Every scan by name (imported here, not at start-up: `cascade --help` stays fast)."""
+    from cascade.bench.scans.hygiene import HygieneScan
+    from cascade.bench.scans.injection import InjectionScan
+    from cascade.bench.scans.trace_formats import TraceFormatsScan
+
+    scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan()]
+    return {scan.name: scan for scan in scans}
