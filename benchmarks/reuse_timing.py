@@ -4,7 +4,8 @@ Reads OUT/times.tsv (each `cascade bench run`'s wall and CPU, children included,
 results.jsonl (wall per review, each stage's seconds) and, for the runs with the store, the full verdicts (--reports)
 for what was reused. Prints per set: reviews, mean wall per review, CPU per review, their before/after ratios, static
 store hits, and decision rows that differ (cascade bench compare is the paired test; this counts rows); then, where
-Stage 2 ran, its seconds per review before/after and the base- and patched-tree runs taken from the store.
+Stage 2 ran, its seconds per review before/after and the base- and patched-tree runs taken from the store; and
+stages 0-1 (each review's wall time less Stages 2 and 3: checkouts included) before/after.
 
     python3 -m benchmarks.reuse_timing OUT
 """
@@ -54,11 +55,14 @@ def _stage2_hits(reports: Path) -> tuple[int, int, int, int]:
         verdict = json.loads(path.read_text())
         probes = next((s for s in verdict.get("stages", []) if s["stage"] == "probes"), None)
         for line in probes["cost"].get("reuse", []) if probes else []:
-            # "probes: 3 of 5 base-tree and 0 of 4 patched-tree test run(s) from the result store"
+            # "probes: 3 of 5 base-tree and 0 of 4 patched-tree test run(s) from the result store"; before patched
+            # runs were stored: "probes: 3 of 5 base-tree test run(s) from the result store"
             words = line.split()
-            if len(words) > 8 and words[4] == "base-tree" and words[9] == "patched-tree":
+            if len(words) > 9 and words[4] == "base-tree" and words[9] == "patched-tree":
                 for i, at in enumerate((1, 3, 6, 8)):
                     counts[i] += int(words[at])
+            elif len(words) > 5 and words[4] == "base-tree":
+                counts[0], counts[1] = counts[0] + int(words[1]), counts[1] + int(words[3])
     return counts[0], counts[1], counts[2], counts[3]
 
 
@@ -69,6 +73,24 @@ def _stage2_seconds(rows: list[TraceRow]) -> dict[tuple[str, str, str], float]:
         if probes is not None:
             found[row.key] = probes.seconds
     return found
+
+
+def _before_stage2(rows: list[TraceRow]) -> dict[tuple[str, str, str], float]:
+    """Each review's seconds outside Stages 2 and 3: stages 0-1 with the checkouts they need (and their removal)."""
+    later = ("probes", "reviewer")
+    return {row.key: row.cost.seconds - sum(s.seconds for s in row.stages if s.stage in later) for row in rows}
+
+
+def stages01_table(out: Path, names: list[str]) -> None:
+    """Stages 0-1 alone (the review's wall time less Stages 2 and 3), on every review of both sides."""
+    print("\n| set | reviews | stages 0-1 with checkouts, s/review before → after | ratio |")
+    print("|---|---|---|---|")
+    for name in names:
+        before, after = (_before_stage2(read_rows(out / f"{side}-{name}" / "results.jsonl"))
+                         for side in ("before", "after"))  # fmt: skip
+        both = sorted(set(before) & set(after))
+        b, a = statistics.mean(before[k] for k in both), statistics.mean(after[k] for k in both)
+        print(f"| {name} | {len(both)} | {b:.2f} → {a:.2f} | {b / a:.2f}× |")
 
 
 def stage2_table(out: Path, names: list[str]) -> None:
@@ -109,6 +131,7 @@ def main(out: Path) -> None:
             f"{cpus[0]:.2f} → {cpus[1]:.2f} | {cpus[0] / cpus[1]:.2f}× | {hits}/{ran}"
             f"{f' ({ignored} ignored)' if ignored else ''} | {differing} | {loads} |"
         )
+    stages01_table(out, names)
     stage2_table(out, names)
 
 
