@@ -28,9 +28,9 @@ DEFAULT_REJECT_RULES = [
     "ruff:E999",  # syntax error (older ruff name)
     "ruff:syntax-error",  # syntax error (ruff >= 0.5 reports it without a code)
     # an undefined name on a line the patch added: a crash waiting for its branch to run, blocked by every human
-    # reviewer. Measured (benchmarks/results/undefined_names.md): it also rejects label-acceptable patches whose
-    # tests never reach the branch (e.g. marscode-agent on sympy-21614 returns `MatrixKind(...)` never imported);
-    # each such case is listed there with its line. The same rules on unchanged lines stay evidence.
+    # reviewer. Measured (benchmarks/results/scans/undefined-names/summary.md): it also rejects label-acceptable
+    # patches whose tests never reach the branch (e.g. marscode-agent on sympy-21614 returns `MatrixKind(...)` never
+    # imported); each such case is listed there with its line. The same rules on unchanged lines stay evidence.
     "ruff:F821:added-line",
     "pyright:reportUndefinedVariable:added-line",
     "ruff:F822",  # undefined name in __all__

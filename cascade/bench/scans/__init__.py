@@ -5,7 +5,8 @@ every number of ``summary.md`` recomputes from the JSONL (``cascade bench scan N
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -21,6 +22,20 @@ class ScanInputs:
     dev: DevData
     repos: RepoResolver
     scratch: Path  # a directory of this scan's own, removed after it
+    jobs: int = 1  # worker processes a scan may use (`in_order`)
+
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+def in_order(work: Callable[[A], B], items: Iterable[A], jobs: int) -> Iterator[B]:
+    """``work`` over ``items`` in ``jobs`` processes (``work`` a module-level function), results in the items' order."""
+    if jobs <= 1:
+        yield from map(work, items)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(work, items)
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -45,6 +60,7 @@ def registry() -> dict[str, Scan[Any]]:
     from cascade.bench.scans.hygiene import HygieneScan
     from cascade.bench.scans.injection import InjectionScan
     from cascade.bench.scans.trace_formats import TraceFormatsScan
+    from cascade.bench.scans.undefined_names import UndefinedNamesScan
 
-    scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan()]
+    scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan()]
     return {scan.name: scan for scan in scans}
