@@ -22,7 +22,7 @@ DEFAULT_DOCS_GLOBS = ["docs/**", "doc/**", "*.md", "*.rst", "*.txt", "**/*.rst"]
 DEFAULT_RUFF_SELECT = ["F", "E9", "T10"]  # T10: debugger calls and imports (ruff:T100 below)
 
 # Rule classes that may reject. Each one earned its place by zero rejections of the gold and
-# officially-resolved SWE-bench patches measured so far; see benchmarks/static_soundness.py and its results in
+# officially-resolved SWE-bench patches measured so far; see `cascade bench scan static-soundness` and its results in
 # benchmarks/results/static_soundness.md (per-class counts of new diagnostics on acceptable and defect patches).
 DEFAULT_REJECT_RULES = [
     "ruff:E999",  # syntax error (older ruff name)

@@ -115,3 +115,15 @@ def test_the_undefined_names_scan_reviews_only_what_ruff_flags_on_added_lines(de
     assert row["screened"][0]["rule"] == "F821" and row["rejecting"][0]["rule_class"].endswith(":added-line"), row
     assert {r["repo"] for r in rows if not r["here"]} == {"ghost/missing"}
     assert "`calc/ops.py:6` `return a - c` — Undefined name `c`" in summary, summary
+
+
+@pytest.mark.slow  # reviews every patch of the fixture for real (pyright on each)
+def test_the_static_soundness_scan_reviews_every_patch_that_is_here(dev: dict[str, Path]) -> None:
+    rows, summary = scan(dev, "static-soundness", "--jobs", "2")
+    assert {r["instance"].split("-")[0] for r in rows if not r["here"]} == {"ghost__missing"}, rows
+    rejected = {(r["source"], r["instance"]) for r in rows if r["decision"] == "reject"}
+    assert ("resolved-submission", "acme__calc-3") in rejected, rows
+    (row,) = [r for r in rows if (r["source"], r["instance"]) == ("resolved-submission", "acme__calc-3")]
+    assert any(c.endswith(":added-line") for c in row["new_by_class"]), row
+    assert all(r["decision"] == "not run" for r in rows if not r["here"]) and any(not r["here"] for r in rows)
+    assert "| gold (acceptable) | 5 | 0 | 0 | 0 | 0 |" in summary, summary

@@ -23,6 +23,7 @@ class ScanInputs:
     repos: RepoResolver
     scratch: Path  # a directory of this scan's own, removed after it
     jobs: int = 1  # worker processes a scan may use (`in_order`)
+    limit: int = 0  # a long scan runs only its first N things when set (0: all)
 
 
 A = TypeVar("A")
@@ -59,8 +60,10 @@ def registry() -> dict[str, Scan[Any]]:
     """Every scan by name (imported here, not at start-up: `cascade --help` stays fast)."""
     from cascade.bench.scans.hygiene import HygieneScan
     from cascade.bench.scans.injection import InjectionScan
+    from cascade.bench.scans.static_soundness import StaticSoundnessScan
     from cascade.bench.scans.trace_formats import TraceFormatsScan
     from cascade.bench.scans.undefined_names import UndefinedNamesScan
 
-    scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan()]
+    scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan(),
+                              StaticSoundnessScan()]  # fmt: skip
     return {scan.name: scan for scan in scans}

@@ -24,9 +24,10 @@ DATA_ENV, REPOS_ENV = "CASCADE_SWEBENCH_DIR", "CASCADE_REPOS_DIR"  # as `cascade
 @click.option("--output", "out_dir", required=True, type=click.Path(path_type=str),
               help=f"Output directory: {ROWS_FILE} (one typed row per thing scanned) and {SUMMARY_FILE}.")  # fmt: skip
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
+@click.option("--limit", default=0, type=click.IntRange(min=0), help="A long scan's first N things only (0: all).")
 @click.option("--from-rows", is_flag=True, help=f"Only recompute {SUMMARY_FILE} from the directory's {ROWS_FILE}.")
 def scan_command(
-    name: str, data_dir: str | None, repos_dir: str | None, out_dir: str, jobs: int, from_rows: bool
+    name: str, data_dir: str | None, repos_dir: str | None, out_dir: str, jobs: int, limit: int, from_rows: bool
 ) -> None:
     """Run scan NAME (injection, hygiene, trace-formats, …) over the dev data: every number of its summary
     recomputes from its rows."""
@@ -49,7 +50,7 @@ def scan_command(
             raise BadInput(f"--output {out} is a file: give a directory")
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f"cascade-scan-{name}-") as scratch:
-            inputs = ScanInputs(DevData(data_dir), RepoResolver(repos_dir), Path(scratch), jobs)
+            inputs = ScanInputs(DevData(data_dir), RepoResolver(repos_dir), Path(scratch), jobs, limit)
             rows = list(scan.rows(inputs))
         (out / ROWS_FILE).write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
         command = shlex.join(["cascade", *sys.argv[1:]])
