@@ -127,3 +127,8 @@ def test_the_static_soundness_scan_reviews_every_patch_that_is_here(dev: dict[st
     assert any(c.endswith(":added-line") for c in row["new_by_class"]), row
     assert all(r["decision"] == "not run" for r in rows if not r["here"]) and any(not r["here"] for r in rows)
     assert "| gold (acceptable) | 5 | 0 | 0 | 0 | 0 |" in summary, summary
+
+
+def test_the_readme_names_every_scan() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert [name for name in registry() if f"`{name}`" not in readme] == []

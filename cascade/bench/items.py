@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +30,29 @@ class PatchItem(BaseModel):
     @property
     def key(self) -> str:
         return f"{self.source}:{self.model}:{self.instance}:{hashlib.sha256(self.patch.encode()).hexdigest()[:12]}"
+
+
+class PatchRow(BaseModel):
+    """What every row about one patch starts with (the scans' row models derive from it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    instance: str
+    source: str
+    model: str
+    label: str
+    repo: str
+
+    @classmethod
+    def of(cls: type[R], item: PatchItem, **fields: Any) -> R:
+        """A row for ``item``; ``fields`` set the rest (or another ``key``)."""
+        ident = {"key": item.key, "instance": item.instance, "source": item.source, "model": item.model,
+                 "label": item.label, "repo": item.repo}  # fmt: skip
+        return cls(**{**ident, **fields})
+
+
+R = TypeVar("R", bound=PatchRow)
 
 
 def patch_items(

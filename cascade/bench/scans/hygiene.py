@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from cascade.bench.items import SOURCES, PatchItem, patch_items
+from cascade.bench.items import SOURCES, PatchItem, PatchRow, patch_items
 from cascade.bench.scans import ScanInputs
 from cascade.errors import BadInput
 from cascade.git import run_git
@@ -25,15 +25,7 @@ from cascade.patch import parse_patch
 from cascade.stages.hygiene import added_paths, artifact_findings, ignored_paths
 
 
-class HygieneRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    instance: str
-    source: str
-    model: str
-    label: str
-    repo: str
+class HygieneRow(PatchRow):
     binary_files: list[str] = Field(default_factory=list)
     added: int = 0
     artifact: list[ArtifactFinding] = Field(default_factory=list)
@@ -105,8 +97,7 @@ def _groups(rows: list[HygieneRow]) -> Iterator[tuple[str, str, list[HygieneRow]
 
 
 def measure(item: PatchItem, mirror: Path | None, scratch: Path) -> HygieneRow:
-    row = HygieneRow(key=item.key, instance=item.instance, source=item.source, model=item.model, label=item.label,
-                     repo=item.repo)  # fmt: skip
+    row = HygieneRow.of(item)
     try:
         patch = parse_patch(item.patch)
     except BadInput as exc:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cascade.bench.items import PatchItem, patch_items
+from cascade.bench.items import PatchItem, PatchRow, patch_items
 from cascade.bench.scans import ScanInputs, in_order
 from cascade.context import ReviewContext
 from cascade.models import Outcome, StageResult, StaticDetails, StaticTargetsNote, Verdict
@@ -39,14 +39,7 @@ class NewDiagnostic(BaseModel):
     source_line: str
 
 
-class SoundnessRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    instance: str
-    source: str
-    model: str
-    label: str
+class SoundnessRow(PatchRow):
     here: bool
     decision: str = "not run"
     deciding_stage: str | None = None
@@ -148,8 +141,7 @@ def _evaluate(work: tuple[PatchItem, str | None]) -> SoundnessRow:
     from cascade.stages import make_stage
 
     item, repo = work
-    row = SoundnessRow(key=_key(item), instance=item.instance, source=item.source, model=item.model,
-                       label=item.label, here=repo is not None)  # fmt: skip
+    row = SoundnessRow.of(item, key=_key(item), here=repo is not None)
     if repo is None:
         return row
     stage = TimedStaticStage(int(_digest(row.key)[-6:], 16) % ALONE_EVERY == 0)

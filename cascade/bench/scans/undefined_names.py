@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
-from cascade.bench.items import SOURCES, PatchItem, patch_items
+from cascade.bench.items import SOURCES, PatchItem, PatchRow, patch_items
 from cascade.bench.scans import ScanInputs, in_order
 from cascade.errors import CascadeError
 
@@ -48,15 +48,7 @@ class RejectingDiagnostic(BaseModel):
     source_line: str
 
 
-class UndefinedNamesRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    instance: str
-    source: str
-    model: str
-    label: str
-    repo: str
+class UndefinedNamesRow(PatchRow):
     here: bool = Field(description="The repository is here; otherwise nothing ran (Stage 1 needs a checkout).")
     screened: list[ScreenHit] = Field(default_factory=list, description="ruff F821/F405 new on added lines.")
     selected: bool = False
@@ -116,8 +108,7 @@ class UndefinedNamesScan:
 
 def _measure(work: tuple[PatchItem, str | None]) -> UndefinedNamesRow:
     item, repo = work
-    row = UndefinedNamesRow(key=item.key, instance=item.instance, source=item.source, model=item.model,
-                            label=item.label, repo=item.repo, here=repo is not None)  # fmt: skip
+    row = UndefinedNamesRow.of(item, here=repo is not None)
     if repo is None:
         return row
     try:
