@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from cascade.bench.data import DEV_AGENTS, DevData
 from cascade.bench.scans import registry
 from cascade.cli import cli
-from tests.bench_support import OPS, make_swe, write_jsonl
-from tests.support import diff_of
+from tests.bench_support import OPS, init_repo, make_swe, write_jsonl
+from tests.support import diff_of, sandbox_backend
 
 TRAJECTORY = {"trajectory": [
     {"action": "create reproduce.py\n", "observation": "[File: /acme__calc/reproduce.py (1 lines total)]\n1:\n"},
@@ -132,3 +132,36 @@ def test_the_static_soundness_scan_reviews_every_patch_that_is_here(dev: dict[st
 def test_the_readme_names_every_scan() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert [name for name in registry() if f"`{name}`" not in readme] == []
+
+
+def timing_scan(tmp_path: Path, name: str, *extra: str) -> tuple[list[dict[str, object]], str]:
+    out = tmp_path / name
+    result = CliRunner().invoke(cli, ["bench", "scan", name, "--reps", "1", "--output", str(out), *extra],
+                                catch_exceptions=False)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    return rows, (out / "summary.md").read_text()
+
+
+@pytest.mark.slow  # builds a venv with uv and runs every backend
+def test_the_sandbox_overhead_scan_times_each_mode_after_a_warm_up(tmp_path: Path) -> None:
+    rows, summary = timing_scan(tmp_path, "sandbox-overhead")
+    ran = [(r["mode"], r["rep"], r["exit_code"]) for r in rows if r["skipped"] is None]
+    modes = [m for m, rep, _ in ran if rep == 0]
+    assert modes[0] == "bare" and "none" in modes and sorted(ran) == sorted(
+        [(m, rep, 0) for m in modes for rep in (0, 1)]), ran  # fmt: skip
+    assert all(r["harmful"] == [] for r in rows), rows
+    assert "| bare |" in summary and "ratio to bare" in summary, summary
+
+
+@pytest.mark.slow  # builds a venv with uv and runs bwrap with and without strace
+def test_the_strace_overhead_scan_runs_the_suite_traced_and_untraced(tmp_path: Path) -> None:
+    sandbox_backend("bwrap")  # skips, saying why, where bwrap cannot run
+    repos = tmp_path / "repos"
+    tests = {f"sympy/core/tests/{name}": "def test_one():\n    assert 1 + 1 == 2\n"
+             for name in ("test_basic.py", "test_sympify.py", "test_arit.py")}  # fmt: skip
+    init_repo(repos / "sympy__sympy", {"conftest.py": "", "sympy/__init__.py": "", **tests})
+    rows, summary = timing_scan(tmp_path, "strace-overhead", "--repos-dir", str(repos))
+    assert sorted((r["mode"], r["rep"], r["exit_code"]) for r in rows) == [
+        ("bwrap", 0, 0), ("bwrap", 1, 0), ("bwrap+strace", 0, 0), ("bwrap+strace", 1, 0)], rows  # fmt: skip
+    assert "ratio to bwrap" in summary

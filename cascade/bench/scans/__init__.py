@@ -1,7 +1,8 @@
-"""Scans: measurements over the whole dev data that run one stage's own functions on every patch, issue text or
-trajectory, without a review — `cascade bench scan NAME` (docs/benchmarks.md). Each scan is one module here and one
-line in `SCANS`; it yields typed rows (written to ``rows.jsonl``) and renders its summary from those rows alone, so
-every number of ``summary.md`` recomputes from the JSONL (``cascade bench scan NAME --from-rows``)."""
+"""Scans: measurements that run one stage's own functions on every patch, issue text or trajectory of the dev data,
+without a review, or time the sandbox itself — `cascade bench scan NAME` (docs/architecture.md, The benchmark).
+Each scan is one module here and one line in `registry()`; it yields typed rows (written to ``rows.jsonl``) and
+renders its summary from those rows alone, so every number of ``summary.md`` recomputes from the JSONL
+(``cascade bench scan NAME --from-rows``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class ScanInputs:
     scratch: Path  # a directory of this scan's own, removed after it
     jobs: int = 1  # worker processes a scan may use (`in_order`)
     limit: int = 0  # a long scan runs only its first N things when set (0: all)
+    reps: int = 7  # a timing scan's rounds (after one warm-up round)
 
 
 A = TypeVar("A")
@@ -45,6 +47,7 @@ R = TypeVar("R", bound=BaseModel)
 class Scan(Protocol[R]):
     name: str
     title: str  # the summary's heading
+    needs_data: bool  # it reads the dev data (`--data-dir`); the timing scans need only the sandboxes
     row: type[R]  # what a row is: ``--from-rows`` validates ``rows.jsonl`` against it
 
     def rows(self, inputs: ScanInputs) -> Iterator[R]:
@@ -60,10 +63,11 @@ def registry() -> dict[str, Scan[Any]]:
     """Every scan by name (imported here, not at start-up: `cascade --help` stays fast)."""
     from cascade.bench.scans.hygiene import HygieneScan
     from cascade.bench.scans.injection import InjectionScan
+    from cascade.bench.scans.overhead import SandboxOverheadScan, StraceOverheadScan
     from cascade.bench.scans.static_soundness import StaticSoundnessScan
     from cascade.bench.scans.trace_formats import TraceFormatsScan
     from cascade.bench.scans.undefined_names import UndefinedNamesScan
 
     scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan(),
-                              StaticSoundnessScan()]  # fmt: skip
+                              StaticSoundnessScan(), SandboxOverheadScan(), StraceOverheadScan()]  # fmt: skip
     return {scan.name: scan for scan in scans}

@@ -25,12 +25,20 @@ DATA_ENV, REPOS_ENV = "CASCADE_SWEBENCH_DIR", "CASCADE_REPOS_DIR"  # as `cascade
               help=f"Output directory: {ROWS_FILE} (one typed row per thing scanned) and {SUMMARY_FILE}.")  # fmt: skip
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--limit", default=0, type=click.IntRange(min=0), help="A long scan's first N things only (0: all).")
+@click.option("--reps", default=7, show_default=True, type=click.IntRange(min=1), help="A timing scan's rounds.")
 @click.option("--from-rows", is_flag=True, help=f"Only recompute {SUMMARY_FILE} from the directory's {ROWS_FILE}.")
 def scan_command(
-    name: str, data_dir: str | None, repos_dir: str | None, out_dir: str, jobs: int, limit: int, from_rows: bool
+    name: str,
+    data_dir: str | None,
+    repos_dir: str | None,
+    out_dir: str,
+    jobs: int,
+    limit: int,
+    reps: int,
+    from_rows: bool,
 ) -> None:
-    """Run scan NAME (injection, hygiene, trace-formats, …) over the dev data: every number of its summary
-    recomputes from its rows."""
+    """Run measurement NAME (injection, hygiene, …, sandbox-overhead): every number of its summary recomputes from
+    its rows."""
     from cascade.bench.data import DevData
     from cascade.bench.repos import RepoResolver
     from cascade.bench.scans import ScanInputs, registry
@@ -44,13 +52,13 @@ def scan_command(
         rows = [scan.row.model_validate_json(line) for line in rows_text.splitlines() if line.strip()]
         command = _read(out / COMMAND_FILE).strip().splitlines()[-1]
     else:
-        if data_dir is None or not DevData(data_dir).has("lite"):
+        if scan.needs_data and (data_dir is None or not DevData(data_dir).has("lite")):
             raise BadInput(f"scan {name} needs the dev data: --data-dir or {DATA_ENV} (a directory with its README)")
         if out.exists() and not out.is_dir():
             raise BadInput(f"--output {out} is a file: give a directory")
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f"cascade-scan-{name}-") as scratch:
-            inputs = ScanInputs(DevData(data_dir), RepoResolver(repos_dir), Path(scratch), jobs, limit)
+            inputs = ScanInputs(DevData(data_dir or "."), RepoResolver(repos_dir), Path(scratch), jobs, limit, reps)
             rows = list(scan.rows(inputs))
         (out / ROWS_FILE).write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
         command = shlex.join(["cascade", *sys.argv[1:]])

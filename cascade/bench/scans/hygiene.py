@@ -41,6 +41,7 @@ class HygieneRow(PatchRow):
 class HygieneScan:
     name = "hygiene"
     title = "Patch hygiene on SWE-bench patches (README, How it decides: hygiene)"
+    needs_data = True
     row = HygieneRow
 
     def rows(self, inputs: ScanInputs) -> Iterator[HygieneRow]:

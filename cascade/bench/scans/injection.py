@@ -35,6 +35,7 @@ class InjectionRow(BaseModel):
 class InjectionScan:
     name = "injection"
     title = "Prompt-injection scan on SWE-bench texts (false alarms)"
+    needs_data = True
     row = InjectionRow
 
     def rows(self, inputs: ScanInputs) -> Iterator[InjectionRow]:

@@ -87,6 +87,7 @@ def _digest(text: str) -> str:
 class StaticSoundnessScan:
     name = "static-soundness"
     title = "Stage 0+1 soundness on SWE-bench patches"
+    needs_data = True
     row = SoundnessRow
 
     def rows(self, inputs: ScanInputs) -> Iterator[SoundnessRow]:

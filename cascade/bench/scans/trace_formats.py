@@ -66,6 +66,7 @@ def patched_paths(patch_text: str) -> set[str]:
 class TraceFormatsScan:
     name = "trace-formats"
     title = "Trace formats: trace safety and mined probes per agent"
+    needs_data = True
     row = TraceFormatRow
 
     def rows(self, inputs: ScanInputs) -> Iterator[TraceFormatRow]:

@@ -66,6 +66,7 @@ class UndefinedNamesRow(PatchRow):
 class UndefinedNamesScan:
     name = "undefined-names"
     title = "Undefined names on added lines"
+    needs_data = True
     row = UndefinedNamesRow
 
     def rows(self, inputs: ScanInputs) -> Iterator[UndefinedNamesRow]:
