@@ -165,3 +165,12 @@ def test_the_strace_overhead_scan_runs_the_suite_traced_and_untraced(tmp_path: P
     assert sorted((r["mode"], r["rep"], r["exit_code"]) for r in rows) == [
         ("bwrap", 0, 0), ("bwrap", 1, 0), ("bwrap+strace", 0, 0), ("bwrap+strace", 1, 0)], rows  # fmt: skip
     assert "ratio to bwrap" in summary
+
+
+def test_the_checkouts_scan_times_worktrees_against_linked_trees(dev: dict[str, Path]) -> None:
+    rows, summary = scan(dev, "checkouts", "--reps", "2")
+    assert {r["repo"] for r in rows} == {"acme/calc"}, rows
+    assert [(r["way"], r["round"], r["method"]) for r in rows] == [
+        ("first", 0, "linked"), ("worktree", 1, "worktree"), ("linked", 1, "linked"),
+        ("worktree", 2, "worktree"), ("linked", 2, "linked")]  # fmt: skip
+    assert "| acme/calc " in summary and "ghost/missing" not in summary, summary

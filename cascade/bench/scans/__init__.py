@@ -61,6 +61,7 @@ class Scan(Protocol[R]):
 
 def registry() -> dict[str, Scan[Any]]:
     """Every scan by name (imported here, not at start-up: `cascade --help` stays fast)."""
+    from cascade.bench.scans.checkouts import CheckoutsScan
     from cascade.bench.scans.hygiene import HygieneScan
     from cascade.bench.scans.injection import InjectionScan
     from cascade.bench.scans.overhead import SandboxOverheadScan, StraceOverheadScan
@@ -69,5 +70,6 @@ def registry() -> dict[str, Scan[Any]]:
     from cascade.bench.scans.undefined_names import UndefinedNamesScan
 
     scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan(),
-                              StaticSoundnessScan(), SandboxOverheadScan(), StraceOverheadScan()]  # fmt: skip
+                              StaticSoundnessScan(), SandboxOverheadScan(), StraceOverheadScan(),
+                              CheckoutsScan()]  # fmt: skip
     return {scan.name: scan for scan in scans}
