@@ -6,6 +6,7 @@ renders its summary from those rows alone, so every number of ``summary.md`` rec
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -37,7 +38,8 @@ def in_order(work: Callable[[A], B], items: Iterable[A], jobs: int) -> Iterator[
     if jobs <= 1:
         yield from map(work, items)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # spawned, not forked: the caller may run threads (a fork copies their locks mid-use)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         yield from pool.map(work, items)
 
 
