@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cascade.bench.data import DATA_ENV
+from cascade.bench.repos import REPOS_ENV
 from cascade.bench.rows import DEFAULT_RESAMPLES, DEFAULT_SEED, BenchCase, TraceRow
 from cascade.errors import BadInput, check_output_path
 from cascade.options import config_option, quiet_option
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
     from cascade.bench.repos import RepoResolver
 
 RESULTS_FILE = "results.jsonl"
-DATA_ENV = "CASCADE_SWEBENCH_DIR"  # the SWE-bench data directory (README, "Benchmark against SWE-bench labels")
-REPOS_ENV = "CASCADE_REPOS_DIR"
 COMMAND_FILE = "COMMAND.txt"
 RUNS_FILE = "runs.jsonl"
 DEFAULT_CACHE = Path.home() / ".cache" / "cascade" / "repos"

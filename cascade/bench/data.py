@@ -198,6 +198,7 @@ def trace_file(directory: Path, instance_id: str) -> Path | None:
     return names[0] if names else None
 
 
+DATA_ENV = "CASCADE_SWEBENCH_DIR"  # the SWE-bench data directory (README, "Benchmark against SWE-bench labels")
 DEV_AGENTS = {  # agent → its folder in the dev data: all_preds.jsonl, results.json, trajs/
     "coder": "coder-lite",
     "moatless-gpt4o": "moatless-gpt4o-lite",

@@ -28,6 +28,7 @@ CLONE_TIMEOUT = 1800.0
 
 # No credential prompts, no askpass helpers: an unreachable or private URL fails at once instead of waiting.
 _QUIET_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/true", "SSH_ASKPASS": "/bin/true"}
+REPOS_ENV = "CASCADE_REPOS_DIR"  # --repos-dir's default in `cascade bench run` and `cascade bench scan`
 
 
 class RepoLocation(BaseModel):

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
+from cascade.bench.data import DATA_ENV
+from cascade.bench.repos import REPOS_ENV
 from cascade.errors import BadInput
 
 ROWS_FILE, SUMMARY_FILE, COMMAND_FILE = "rows.jsonl", "summary.md", "COMMAND.txt"
-DATA_ENV, REPOS_ENV = "CASCADE_SWEBENCH_DIR", "CASCADE_REPOS_DIR"  # as `cascade bench run`
 
 
 @click.command("scan")

@@ -126,7 +126,7 @@ def chosen(items: list[PatchItem]) -> list[PatchItem]:
     unique: dict[str, PatchItem] = {}
     for item in items:
         if item.source in SOURCES:
-            unique.setdefault(f"{item.source}:{item.instance}:{_digest(item.patch)[:12]}", item)
+            unique.setdefault(_key(item), item)
     return sorted(unique.values(), key=lambda i: (i.source == "resolved-submission", _digest(_key(i))))
 
 
