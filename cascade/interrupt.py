@@ -13,6 +13,7 @@ convention). Descendants are read from ``/proc`` (Linux, where the sandbox runs)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -85,6 +86,31 @@ def end_children_and_raise(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
     terminate_descendants()
     raise KeyboardInterrupt
+
+
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM are held (blocked, not lost), and the block's end delivers one that came.
+
+    For starting worker processes: a child inherits the blocked mask across ``exec``, so a signal sent to a worker
+    that is still importing waits for the handler its initializer installs (``release_stop_signals``) instead of
+    killing it mid-import with a traceback, breaking the pool, or being missed."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def release_stop_signals() -> None:
+    """In a worker started under ``stop_signals_held``, once its handlers are installed: take the held signals.
+    One that came while the worker started runs its handler now; a handler that raises ``KeyboardInterrupt`` for it
+    has marked the worker as stopping, which is all the interrupt needs to do before any work began."""
+    with contextlib.suppress(KeyboardInterrupt):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:

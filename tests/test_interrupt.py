@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade.interrupt import EXIT_INTERRUPTED
+from cascade.interrupt import EXIT_INTERRUPTED, descendants
 from tests.bench_support import init_repo
 from tests.support import MakeRepo, diff_of, run_git
 
@@ -144,8 +144,41 @@ def test_stopping_the_benchmarks_driver_alone_ends_its_workers_traces_and_starts
 ) -> None:
     """`kill -INT` or `kill` of the driver's pid (not its process group): the workers used to finish their traces
     and start the queued ones (minutes of sandboxed runs after the driver was told to stop; SIGTERM orphaned them)."""
-    proc, repo, out = start_bench(tmp_path)
+    proc, repo, _ = start_bench(tmp_path)
     wait_for(tmp_path, "cascade-run-", proc)
+    assert_bench_stopped(proc, signum, repo, tmp_path)
+
+
+@pytest.mark.slow
+def test_an_interrupt_while_the_benchmarks_workers_still_start_is_neither_lost_nor_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """A worker process takes a second or more to import cascade before its own handler is in place: the signal the
+    driver passes on then used to kill it mid-import (a traceback on stderr), or be swallowed so that the worker went
+    on to run its traces."""
+    proc, repo, _ = start_bench(tmp_path)
+    deadline = time.monotonic() + 60
+    while not pool_workers(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline, "no worker process started"
+        time.sleep(0.01)
+    assert not list((tmp_path / "t").iterdir()), "too late: a worker already began a trace"
+    assert_bench_stopped(proc, signal.SIGINT, repo, tmp_path)
+
+
+def pool_workers(pid: int) -> list[int]:
+    """The driver's worker processes (multiprocessing's spawned children), by their command line."""
+    found = []
+    for child in descendants(pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except OSError:
+            continue
+    return found
+
+
+def assert_bench_stopped(proc: subprocess.Popen[str], signum: int, repo: Path, tmp: Path) -> None:
+    """``signum`` to the driver alone: exit 130 within 15 s, one line on stderr, no row, nothing left behind."""
     started = time.monotonic()
     proc.send_signal(signum)
     try:
@@ -157,6 +190,7 @@ def test_stopping_the_benchmarks_driver_alone_ends_its_workers_traces_and_starts
     assert proc.returncode == EXIT_INTERRUPTED, stderr
     assert seconds < 15, f"exit took {seconds:.1f} s"
     assert stderr.splitlines()[-1] == "cascade: interrupted" and "Traceback" not in stderr, stderr
+    out = tmp / "out"
     rows = (out / "results.jsonl").read_text().splitlines() if (out / "results.jsonl").exists() else []
     assert rows == [], rows  # every trace was cut short: a re-run does them all
-    assert_left_nothing(repo, tmp_path)
+    assert_left_nothing(repo, tmp)

@@ -12,7 +12,8 @@ from concurrent.futures.process import BrokenProcessPool
 
 from cascade.bench.executors import MAX_ATTEMPTS, Planned, RowSink
 from cascade.bench.rows import TraceRow, TraceStatus
-from cascade.bench.worker import died_row, failed_row, run_trace, stop_on_interrupt
+from cascade.bench.worker import died_row, failed_row, stop_on_interrupt, trace_in_pool
+from cascade.interrupt import stop_signals_held
 
 WORKER_DIED = "worker process died (killed, out of memory or a crash in C code)"
 
@@ -39,10 +40,11 @@ class LocalExecutor:
         # spawn, not fork: workers must not inherit the progress bar's thread or the parent's open worktrees
         spawn = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=self.jobs, mp_context=spawn, initializer=stop_on_interrupt) as pool:
-            futures: dict[Future[TraceRow], Planned] = {
-                pool.submit(run_trace, job, arm): (job, arm) for job, arm in planned
-            }
+            futures: dict[Future[TraceRow], Planned] = {}
             try:
+                with stop_signals_held():  # workers start with them held, until their handlers are in place
+                    for job, arm in planned:
+                        futures[pool.submit(trace_in_pool, job, arm)] = (job, arm)
                 for future in as_completed(futures):
                     job, arm = futures[future]
                     try:
