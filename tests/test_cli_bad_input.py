@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bad_inputs import cases, run
 from tests.support import MakeRepo, diff_of, run_git
 
 BASE = {"pkg/__init__.py": "", "pkg/mod.py": "def f(x):\n    return x + 1\n"}
@@ -201,3 +202,34 @@ def test_the_same_options_mean_the_same_on_every_command(tmp_path: Path) -> None
             assert re.search(r"--config FILE\b", text), (command, text)
         if command in with_quiet:
             assert "-q, --quiet" in text, (command, text)
+
+
+# The matrix's cases without a CRLF twin (tests/test_crlf.py runs the others) and the exit each must give; the
+# "no pyright anywhere" case depends on what else the machine lacks, so only its contract is checked.
+MATRIX_EXITS = {
+    "raw binary bytes": 3,
+    "missing patch file": 3,
+    "tools next to interpreter, PATH without them": 1,
+    "missing tool (no pyright anywhere)": None,
+    "output to a missing dir": 3,
+    "output to a dir": 3,
+    "unknown config key": 3,
+    "invalid YAML config": 3,
+    "llm.api_key in config": 3,
+    "unreachable api_base": 2,
+}
+
+
+@pytest.mark.slow
+def test_every_case_of_the_bad_input_matrix_without_a_crlf_twin_ends_in_its_exit_and_one_clear_line(
+    tmp_path: Path,
+) -> None:
+    singles = [case for case in cases(tmp_path) if not case.crlf_twin]
+    assert sorted(case.name for case in singles) == sorted(MATRIX_EXITS)
+    for case in singles:
+        raw = case.patch.encode() if isinstance(case.patch, str) else case.patch
+        _, code, first, _, _ = run(case, tmp_path, raw, case.name)
+        assert first.startswith("cascade"), (case.name, first)  # a verdict or "cascade: error: …", no traceback
+        expected = MATRIX_EXITS[case.name]
+        assert code == expected if expected is not None else code in (0, 1, 2, 3), (case.name, code, first)
+        assert (code == 3) == first.startswith("cascade: error: "), (case.name, first)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bad_input_matrix import cases, run, with_crlf
 from cascade.patch import normalize_line_endings, parse_patch
+from tests.bad_inputs import cases, run, with_crlf
 
 
 def test_crlf_headers_normalise_but_crlf_content_of_an_lf_diff_stays() -> None:

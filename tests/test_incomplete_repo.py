@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bad_input_matrix import ROOT, make_partial_repo
 from cascade.bench.arms import get_arm
 from cascade.bench.rows import BenchCase, LabelClass, TraceJob, TraceStatus
 from cascade.bench.worker import run_trace
+from tests.bad_inputs import ROOT, make_partial_repo
 from tests.support import run_git
 
 CLEAN = ROOT / "examples/demo/clean.diff"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bad_input_matrix import ROOT, make_demo_repo
 from cascade.models import Verdict
 from cascade.report import render
 from cascade.tools import find_tool
+from tests.bad_inputs import ROOT, make_demo_repo
 from tests.llm_server import ScriptedServer, sequence, vote
 
 FIX = str(ROOT / "examples/demo/fix.diff")  # pyright alone rejects it (an import of a name the patch removed)

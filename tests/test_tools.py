@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bad_input_matrix import ROOT, make_demo_repo
 from cascade.tools import find_tool, scripts_dirs
+from tests.bad_inputs import ROOT, make_demo_repo
 
 BARE_PATH = "/usr/bin:/bin"  # git, patch and bwrap; not the interpreter's scripts directory
 

@@ -1,10 +1,13 @@
-"""Run `cascade review` over a matrix of bad inputs and print, per case: exit code, first line, verdict reason.
+"""The bad-input matrix: `cascade review` over bad inputs, per case its exit code, first line and verdict reason.
 
-Every patch case also runs as its CRLF twin (``<case>+crlf``): a CRLF patch must get exactly the verdict of its LF
-twin. The repository under review is a fresh git repository holding this project's demo
-package (``examples/``), so the demo patches apply to it.
+Test support (tests/test_crlf.py runs every patch case with its CRLF twin and the rest for a documented exit code;
+other tests build their repositories with the helpers here) and a printable table: it checks the command-line
+contract rather than measuring the gate, so it lives beside the tests, not in `benchmarks/`. Every patch case also
+runs as its CRLF twin (``<case> +CRLF``): a CRLF patch must get exactly the verdict of its LF twin. The repository
+under review is a fresh git repository holding this project's demo package (``examples/``), so the demo patches
+apply to it.
 
-    python3 -m benchmarks.bad_input_matrix > benchmarks/results/bad_input_matrix.after.md
+    python3 -m tests.bad_inputs > benchmarks/results/bad_input_matrix.after.md
 
 Run it from the project root: ``python3 -m cascade`` then runs this checkout's package.
 """
