@@ -174,3 +174,12 @@ def test_the_checkouts_scan_times_worktrees_against_linked_trees(dev: dict[str, 
         ("first", 0, "linked"), ("worktree", 1, "worktree"), ("linked", 1, "linked"),
         ("worktree", 2, "worktree"), ("linked", 2, "linked")]  # fmt: skip
     assert "| acme/calc " in summary and "ghost/missing" not in summary, summary
+
+
+@pytest.mark.slow  # starts a real local Ray twice
+def test_the_ray_startup_scan_times_a_local_ray_after_a_warm_up(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'cascade-gate[ray]')")
+    rows, summary = timing_scan(tmp_path, "ray-startup", "--jobs", "2")
+    assert [(r["round"], r["jobs"]) for r in rows] == [(0, 2), (1, 2)], rows
+    assert all(0 < float(str(r["seconds"])) < 300 for r in rows), rows
+    assert "1 round(s) after one warm-up, --jobs 2: median" in summary, summary

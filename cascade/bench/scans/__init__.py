@@ -67,11 +67,12 @@ def registry() -> dict[str, Scan[Any]]:
     from cascade.bench.scans.hygiene import HygieneScan
     from cascade.bench.scans.injection import InjectionScan
     from cascade.bench.scans.overhead import SandboxOverheadScan, StraceOverheadScan
+    from cascade.bench.scans.ray_startup import RayStartupScan
     from cascade.bench.scans.static_soundness import StaticSoundnessScan
     from cascade.bench.scans.trace_formats import TraceFormatsScan
     from cascade.bench.scans.undefined_names import UndefinedNamesScan
 
     scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan(),
                               StaticSoundnessScan(), SandboxOverheadScan(), StraceOverheadScan(),
-                              CheckoutsScan()]  # fmt: skip
+                              CheckoutsScan(), RayStartupScan()]  # fmt: skip
     return {scan.name: scan for scan in scans}
