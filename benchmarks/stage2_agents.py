@@ -1,21 +1,20 @@
 """Stage 2 without a model on three agents' dev-split patches, per probe source, before and after the wider selection.
 
-One run gives both sides: the stages run with ``stage2.exhaustive`` (every regression chunk and probe source runs even
-after a reject; the decision is unchanged), and each grounded reject records its source. "Before" is the decision with
-only what Stage 2 had before the wider regression selection and the issue source — the first regression chunk (the 2
-nearby files), the trace and pr_tests sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and
-the issue source (and the trace source on moatless trajectories, when a reader for them exists).
+The traces run through `cascade bench run` (arm full-cascade, ``benchmarks/data/stage2_exhaustive.yaml``: every
+regression chunk and probe source runs even after a reject, the decision unchanged; each verdict kept with
+``--reports``); this script chooses the subset and reads the runs back. "Before" is the decision with only what
+Stage 2 had before the wider regression selection and the issue source — the first regression chunk (the 2 nearby
+files), the trace and pr_tests sources, stages 0-1 and trace safety; "after" adds the wider regression chunks and the
+issue source (and the trace source on moatless trajectories, when a reader for them exists).
 
-    python -m benchmarks.stage2_agents run --data ../shared/data/swebench --repos-dir /work/.mirror \
-        --out benchmarks/results/stage2_agents.jsonl --jobs 2
-    python -m benchmarks.stage2_agents report --data ../shared/data/swebench --repos-dir /work/.mirror \
-        --out benchmarks/results/stage2_agents.jsonl
+    python3 -m benchmarks.stage2_agents plan OUT --data ../shared/data/swebench --repos-dir /work/.mirror
+    bash OUT/run.sh                  # one `cascade bench run` per set into OUT/<set>/ (resumable: re-run it)
+    python3 -m benchmarks.stage2_agents report OUT     # OUT/records.jsonl (one line per trace) and OUT/report.md
 
 Subset (fixed, stated in the report): every trace of CodeR, moatless-gpt4o and moatless-claude35 on the 8 fetchable
 non-sympy repositories, plus a sympy sample (every 10th sympy Lite instance id in sorted order) of the same agents,
 and the gold patches and (at most two per instance, in file order) resolved-submission patches of the same instances
-as acceptable controls.
-Each line of the JSONL is one trace; items already there are skipped, so a run can be resumed.
+as acceptable controls (``plan`` writes those to OUT/resolved.preds.jsonl). ``--repo`` narrows the subset.
 """
 
 from __future__ import annotations
@@ -23,102 +22,84 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import statistics
-import time
+import sys
 from collections import defaultdict
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from cascade.bench.data import DEV_AGENTS, DevData, TaskRow, trace_file
+from cascade.bench.data import DEV_AGENTS, DevData
 from cascade.bench.repos import RepoResolver
-from cascade.probesources.issue import extract_examples
+from cascade.bench.results import read_rows
+from cascade.bench.rows import TraceRow, TraceStatus
+from cascade.bench.worker import report_name
+from cascade.models import Verdict
 
-# Where the data and the repositories are (--data, --repos-dir): set once in main, before the worker processes fork.
-DATA = DevData(".")
-REPOS = RepoResolver()
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "benchmarks" / "data" / "stage2_exhaustive.yaml"
 AGENTS = DEV_AGENTS
 SYMPY_EVERY = 10
 RESOLVED_PER_INSTANCE = 2  # the first two resolved submissions per instance, in file order
-SOURCES = ["generated", "issue", "trace", "pr_tests"]  # generated says "no model" and proposes nothing
+TIMEOUT_SECONDS = 7200  # exhaustive Stage 2 on sympy runs long: a trace is cut only when something hangs
+NOT_RUN_HERE = "Stage 2 not run: the harness table cannot test"  # cascade/bench/worker.py, NotRunHere's reason
 
 
-def task_rows() -> dict[str, TaskRow]:
-    """The Lite rows of the repositories found under --repos-dir."""
-    return {iid: row for iid, row in DATA.tasks("lite").items() if REPOS.resolve(row.repo).path is not None}
-
-
-def subset(tasks: dict[str, TaskRow]) -> set[str]:
+def subset(data: DevData, repos: RepoResolver, only: set[str]) -> list[str]:
+    """The chosen Lite instance ids whose repository is under --repos-dir."""
+    tasks = {i: r for i, r in data.tasks("lite").items() if repos.resolve(r.repo).path is not None}
+    tasks = {i: r for i, r in tasks.items() if not only or r.repo in only}
     sympy = sorted(i for i, r in tasks.items() if r.repo == "sympy/sympy")
-    return {i for i, r in tasks.items() if r.repo != "sympy/sympy"} | set(sympy[::SYMPY_EVERY])
+    return sorted({i for i, r in tasks.items() if r.repo != "sympy/sympy"} | set(sympy[::SYMPY_EVERY]))
 
 
-def items() -> Iterator[dict[str, Any]]:
-    tasks = task_rows()
-    chosen = subset(tasks)
-    for agent in AGENTS:
-        resolved = DATA.agent_resolved(agent)
-        for pred in DATA.agent_predictions(agent):
-            iid = pred.instance_id
-            if iid in chosen:
-                traj = trace_file(DATA.agent_trajs(agent), iid)
-                label = "acceptable" if iid in resolved else "defect"
-                yield {"key": f"{agent}:{iid}", "set": agent, "iid": iid, "patch": pred.model_patch or "",
-                       "label": label, "trace": str(traj) if traj else None}  # fmt: skip
-    for iid in sorted(chosen):
-        yield {"key": f"gold:{iid}", "set": "gold", "iid": iid, "patch": tasks[iid].patch, "label": "acceptable"}
+def plan(out: Path, data: DevData, repos_dir: str, only: set[str]) -> None:
+    """OUT/ids.txt, OUT/resolved.preds.jsonl and OUT/run.sh: the `cascade bench run` of each set on the subset."""
+    ids = subset(data, RepoResolver(repos_dir=repos_dir), only)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ids.txt").write_text("".join(f"{i}\n" for i in ids))
     per_instance: dict[str, int] = defaultdict(int)
-    for pred in DATA.resolved_submissions("lite"):
-        if pred.instance_id in chosen and per_instance[pred.instance_id] < RESOLVED_PER_INSTANCE:
-            per_instance[pred.instance_id] += 1
-            key = f"resolved:{pred.model_name_or_path}:{pred.instance_id}"
-            yield {"key": key, "set": "resolved", "iid": pred.instance_id, "patch": pred.model_patch or "",
-                   "label": "acceptable"}  # fmt: skip
+    with (out / "resolved.preds.jsonl").open("w", encoding="utf-8") as f:
+        for pred in data.resolved_submissions("lite"):
+            if pred.instance_id in ids and per_instance[pred.instance_id] < RESOLVED_PER_INSTANCE:
+                per_instance[pred.instance_id] += 1
+                f.write(pred.model_dump_json() + "\n")
+    tasks = ["--tasks", str(data.tasks_file("lite"))]
+    sets = {**{agent: data.run_arguments(agent) for agent in AGENTS}, "gold": [*tasks, "--gold"],
+            "resolved": [*tasks, "--predictions", str(out / "resolved.preds.jsonl")]}  # fmt: skip
+    lines = ["#!/bin/bash", f"# made by: {shlex.join(['python3', '-m', 'benchmarks.stage2_agents', *sys.argv[1:]])}",
+             "set -e", 'IDS=$(sed "s/^/--instance /" "$(dirname "$0")/ids.txt")']  # fmt: skip
+    for name, arguments in sets.items():
+        command = ["cascade", "bench", "run", *arguments, "--repos-dir", repos_dir, "--arm", "full-cascade",
+                   "--config", str(CONFIG), "--timeout", str(TIMEOUT_SECONDS), "--jobs", "2", "--quiet",
+                   "--output", str(out / name), "--reports", str(out / name / "reports")]  # fmt: skip
+        lines.append(f"{shlex.join(command)} $IDS")
+    (out / "run.sh").write_text("\n".join(lines) + "\n")
+    print(f"{len(ids)} instance(s); run: bash {out / 'run.sh'}")
 
 
-def review_item(item: dict[str, Any]) -> dict[str, Any]:
-    from cascade.config import parse_config
-    from cascade.errors import CascadeError
-    from cascade.execution.repo_specs import spec_for_repo
-    from cascade.models import ReviewRequest
-    from cascade.pipeline import review
-    from cascade.stages import default_stages
-    from cascade.traces import load_trace
+def records(out: Path) -> list[dict[str, Any]]:
+    """One record per trace of OUT/<set>/ (its row and its verdict in reports/), in the shape the report reads."""
+    found: list[dict[str, Any]] = []
+    for name in [*AGENTS, "gold", "resolved"]:
+        results = out / name / "results.jsonl"
+        for row in read_rows(results) if results.is_file() else []:
+            found.append(record_of(name, row, out / name / "reports" / report_name(row)))
+    return found
 
-    row = task_rows()[item["iid"]]
-    spec = spec_for_repo(row.repo, row.version)
-    env = {"python": spec.python, "packages": spec.packages, "install_project": spec.install_project,
-           "extras": spec.extras, "build_extensions": spec.build_extensions} if spec else {}  # fmt: skip
-    stage2: dict[str, Any] = {"exhaustive": True, "sources": SOURCES}
-    record: dict[str, Any] = {k: item[k] for k in ("key", "set", "iid", "label")}
-    if spec is not None and spec.unsupported:  # stages 0-1 still decide; Stage 2 says why it cannot run
-        stage2["enabled"] = False
-        record["stage2_unavailable"] = spec.unsupported
-    config = parse_config({"env": env, "probes": stage2})
-    trace = None
-    if item.get("trace"):
-        try:
-            trace = load_trace(item["trace"])
-        except CascadeError:
-            trace = None
-    request = ReviewRequest(
-        repo=REPOS.resolve(row.repo).path or row.repo, base_ref=row.base_commit,
-        patch_text=item["patch"], issue_text=row.problem_statement, trace=trace, config=config,
-    )  # fmt: skip
-    record.update(repo=row.repo, has_trace=trace is not None)
-    started = time.perf_counter()
-    try:
-        verdict = review(request, stages=default_stages(config))
-    except CascadeError as exc:
-        return {
-            **record,
-            "status": "error",
-            "error": str(exc)[:500],
-            "seconds": round(time.perf_counter() - started, 1),
-        }
-    record.update(status="ok", decision=verdict.decision.value, deciding_stage=verdict.deciding_stage)
-    record["seconds"] = round(time.perf_counter() - started, 1)
+
+def record_of(name: str, row: TraceRow, report: Path) -> dict[str, Any]:
+    key = f"resolved:{row.model}:{row.instance_id}" if name == "resolved" else f"{name}:{row.instance_id}"
+    record: dict[str, Any] = {"key": key, "set": name, "iid": row.instance_id, "label": row.label.value,
+                              "repo": row.repo, "has_trace": row.trace_loaded}  # fmt: skip
+    if row.status != TraceStatus.OK or not report.is_file():
+        return {**record, "status": "error", "error": (row.error or "no report")[:500], "seconds": row.cost.seconds}
+    verdict = Verdict.model_validate_json(report.read_text(encoding="utf-8"))
+    unavailable = next((s.reason for s in verdict.stages if s.stage == "probes" and NOT_RUN_HERE in s.reason), None)
+    if unavailable:
+        record["stage2_unavailable"] = unavailable
+    record.update(status="ok", decision=verdict.decision.value, deciding_stage=verdict.deciding_stage,
+                  seconds=round(row.cost.seconds, 1))  # fmt: skip
     record["stages"] = {s.stage: {"outcome": s.outcome.value, "reason": s.reason[:300], "seconds": s.cost.seconds}
                         for s in verdict.stages}  # fmt: skip
     record["findings"] = findings(verdict)
@@ -147,38 +128,6 @@ def findings(verdict: Any) -> list[dict[str, Any]]:
             elif e.kind.value == "info" and ("not kept" in e.summary or "discarded" in e.summary):
                 out.append({"source": "info", "verdict": "none", "summary": e.summary[:200]})
     return out
-
-
-def interleaved(todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Instances whose issue text has a runnable failing example first, then the rest; within each group, instances
-    round-robin over repositories, each instance's agents and controls together: a run cut short still covers every
-    repository with both defects and acceptable patches."""
-    tasks = task_rows()
-    by_repo: dict[str, list[str]] = defaultdict(list)
-    for iid in sorted({i["iid"] for i in todo}):
-        by_repo[tasks[iid].repo].append(iid)
-    order: list[str] = []
-    for rank in range(max((len(v) for v in by_repo.values()), default=0)):
-        order += [iids[rank] for _, iids in sorted(by_repo.items()) if rank < len(iids)]
-    position = {iid: n for n, iid in enumerate(order)}
-    examples = {iid for iid in position if extract_examples(tasks[iid].problem_statement)}
-    # Instances whose issue shows a runnable failing example first: there every source can act (the run is long).
-    return sorted(todo, key=lambda i: (i["iid"] not in examples, position[i["iid"]]))
-
-
-def run(out: Path, jobs: int, only: set[str] | None, repos: set[str] | None) -> None:
-    done = {json.loads(x)["key"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
-    tasks = task_rows()
-    todo = [i for i in items() if i["key"] not in done and (not only or i["set"] in only)]
-    todo = interleaved([i for i in todo if not repos or tasks[i["iid"]].repo in repos])
-    print(f"{len(todo)} trace(s) to run, {len(done)} done", flush=True)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(review_item, i) for i in todo]
-        for future in as_completed(futures):
-            record = future.result()
-            with out.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
-            print(record["key"], record.get("decision"), record.get("seconds"), flush=True)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -264,8 +213,7 @@ def repository_lines(ok: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def report(out: Path) -> str:
-    records = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+def report_of(records: list[dict[str, Any]]) -> str:
     ok = [r for r in records if r["status"] == "ok"]
     order = source_order(ok)
     lines = ["# Stage 2 per agent and per source, dev split subset", "",
@@ -322,27 +270,24 @@ def report(out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["run", "report", "list"])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--sets", default="", help="Comma-separated subset of sets (coder, gold, …); empty = all.")
-    parser.add_argument("--repos", default="", help="Comma-separated repositories (owner/name); empty = all.")
-    parser.add_argument("--data", required=True, help="The SWE-bench dev data (its README names the files).")
-    parser.add_argument("--repos-dir", required=True, help="Repositories, as `cascade bench run --repos-dir`.")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("command", choices=["plan", "report"])
+    parser.add_argument("out", type=Path, help="The run's directory: ids.txt, run.sh, one folder per set.")
+    parser.add_argument("--data", help="plan: the SWE-bench dev data (its README names the files).")
+    parser.add_argument("--repos-dir", help="plan: repositories, as `cascade bench run --repos-dir`.")
+    parser.add_argument("--repo", action="append", default=[], help="plan: only this repository; repeatable.")
     args = parser.parse_args()
-    global DATA, REPOS
-    DATA, REPOS = DevData(args.data), RepoResolver(repos_dir=args.repos_dir)
-    if args.command == "run":
-        sets = set(filter(None, args.sets.split(","))) or None
-        run(args.out, args.jobs, sets, set(filter(None, args.repos.split(","))) or None)
-    elif args.command == "list":
-        for i in items():
-            print(i["key"], i["label"])
-    else:
-        text = report(args.out)
-        args.out.with_suffix(".md").write_text(text, encoding="utf-8")
-        print(text)
+    if args.command == "plan":
+        if not (args.data and args.repos_dir):
+            parser.error("plan needs --data and --repos-dir")
+        plan(args.out, DevData(args.data), str(Path(args.repos_dir).resolve()), set(args.repo))
+        return
+    found = records(args.out)
+    with (args.out / "records.jsonl").open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in found)
+    text = report_of(found)
+    (args.out / "report.md").write_text(text, encoding="utf-8")
+    print(text)
 
 
 if __name__ == "__main__":
