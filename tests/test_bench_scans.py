@@ -183,3 +183,24 @@ def test_the_ray_startup_scan_times_a_local_ray_after_a_warm_up(tmp_path: Path) 
     assert [(r["round"], r["jobs"]) for r in rows] == [(0, 2), (1, 2)], rows
     assert all(0 < float(str(r["seconds"])) < 300 for r in rows), rows
     assert "1 round(s) after one warm-up, --jobs 2: median" in summary, summary
+
+
+def test_the_fidelity_scan_runs_a_tasks_fail_to_pass_on_base_and_with_gold(dev: dict[str, Path]) -> None:
+    """A task whose test_patch adds a test of the function the gold patch adds: it fails on base + test_patch and
+    passes with gold; a task without tests is an error row."""
+    calc = dev["repos"] / "acme__calc"
+    test_patch = diff_of(calc, {"tests/test_sub.py": "from calc import ops\n\n\ndef test_sub():\n"
+                                "    assert ops.sub(3, 1) == 2\n"})  # fmt: skip
+    tasks_file = DevData(dev["data"]).tasks_file("lite")
+    tasks = [json.loads(line) for line in tasks_file.read_text().splitlines()]
+    tasks[0].update(test_patch=test_patch, FAIL_TO_PASS=json.dumps(["tests/test_sub.py::test_sub"]))
+    write_jsonl(tasks_file, tasks)
+    rows, summary = scan(dev, "fidelity", "--limit", "2")
+    first, second = rows
+    assert (first["status"], first["agree"]) == ("ran", True), json.dumps(first)
+    tests = first["tests"]
+    assert isinstance(tests, dict) and tests["tests/test_sub.py::test_sub"]["gold"] == {"status": "pass",
+                                                           "exception": "", "message": ""}, tests  # fmt: skip
+    assert tests["tests/test_sub.py::test_sub"]["base"]["exception"] == "AttributeError", tests
+    assert second["status"] == "error" and "no test_patch" in str(second["reason"]), second
+    assert "| acme/calc | 2 | 1 | 1 | 1 | 0 | 1 |" in summary, summary

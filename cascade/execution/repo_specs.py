@@ -3,8 +3,9 @@
 Transcribed from the harness's specs (swebench 4.1.0, ``swebench/harness/constants/python.py``:
 MAP_REPO_VERSION_TO_SPECS_PY; 5.x no longer ships them, and the package imports docker, datasets and modal at import
 time). Its ``pre_install`` sed edits of setup.py (sphinx) become version bounds here: uv resolves them together with
-the project's own requirements, which has the same effect. Verified with benchmarks/stage2_fidelity.py (results in
-benchmarks/results/stage2_summary.md); deviations from the harness are commented where they are made.
+the project's own requirements, which has the same effect. Verified with `cascade bench scan fidelity` and
+`fidelity-files` (a task's FAIL_TO_PASS on base + test_patch and with gold; benchmarks/results/scans/fidelity-*);
+deviations from the harness are commented where they are made.
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ class Scan(Protocol[R]):
 def registry() -> dict[str, Scan[Any]]:
     """Every scan by name (imported here, not at start-up: `cascade --help` stays fast)."""
     from cascade.bench.scans.checkouts import CheckoutsScan
+    from cascade.bench.scans.fidelity import FidelityFilesScan, FidelityScan
     from cascade.bench.scans.hygiene import HygieneScan
     from cascade.bench.scans.injection import InjectionScan
     from cascade.bench.scans.overhead import SandboxOverheadScan, StraceOverheadScan
@@ -74,5 +75,5 @@ def registry() -> dict[str, Scan[Any]]:
 
     scans: list[Scan[Any]] = [InjectionScan(), HygieneScan(), TraceFormatsScan(), UndefinedNamesScan(),
                               StaticSoundnessScan(), SandboxOverheadScan(), StraceOverheadScan(),
-                              CheckoutsScan(), RayStartupScan()]  # fmt: skip
+                              CheckoutsScan(), RayStartupScan(), FidelityScan(), FidelityFilesScan()]  # fmt: skip
     return {scan.name: scan for scan in scans}
