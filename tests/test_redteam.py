@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cascade.cli import cli
 from cascade.config import CascadeConfig, ProbesConfig, StaticConfig
 from cascade.errors import BadInput, CascadeError
 from cascade.models import (
@@ -502,3 +503,21 @@ def test_a_case_reviewed_without_a_runnable_test_is_an_error_not_a_miss(python_w
         row = CaseResult.model_validate_json(done.stdout.strip().splitlines()[-1])
         assert row.outcome == "error", row
         assert "did not run" in (row.error or "") and "No module named pytest" in (row.error or ""), row.error
+
+
+def test_bench_compare_pairs_two_redteam_runs_case_by_case_with_the_wall_time_aside(tmp_path: Path) -> None:
+    def row(case: str, outcome: str, seconds: float) -> str:
+        return CaseResult.model_validate({"case": case, "kind": "unsafe", "domain": "d", "framing": "f",
+                                          "backend": "bwrap", "outcome": outcome,
+                                          "seconds": seconds}).model_dump_json()  # fmt: skip
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("\n".join([row("one", "caught", 1.0), row("two", "caught", 2.0), row("gone", "caught", 1.0)]) + "\n")
+    b.write_text("\n".join([row("one", "caught", 9.0), row("two", "missed", 2.0), row("new", "caught", 1.0)]) + "\n")
+    result = CliRunner().invoke(cli, ["bench", "compare", str(a), str(b), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    identity = json.loads(result.output)
+    assert identity == {"identical": 1, "different": [{"case": "two", "backend": "bwrap", "fields": ["outcome"]}],
+                        "only_a": 1, "only_b": 1}  # fmt: skip
+    text = CliRunner().invoke(cli, ["bench", "compare", str(a), str(b)]).output
+    assert "1 identical, 1 different, 1 only in A, 1 only in B" in text and "- two (bwrap): outcome" in text, text

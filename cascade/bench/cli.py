@@ -344,17 +344,27 @@ def report_command(results_jsonl: str, output_dir: str | None, seed: int, resamp
 def compare_command(
     a_jsonl: str, b_jsonl: str, arm_a: str | None, arm_b: str | None, fmt: str, output: str | None, seed: int
 ) -> None:
-    """Paired comparison of two result sets on their common (instance, model) traces."""
+    """Paired comparison of two result sets on their common (instance, model) traces; of two red-team runs
+    (``redteam.jsonl``), whether each case gave the same row."""
     from cascade.bench.compare import compare, only_arm
     from cascade.bench.report import render_comparison
     from cascade.bench.results import read_rows
+    from cascade.redteam.compare import case_identity, is_case_rows, read_cases, render_case_identity
 
     if output:
         check_output_path(output)
-    name_a, rows_a = only_arm(read_rows(a_jsonl), arm_a, a_jsonl, "--arm-a")
-    name_b, rows_b = only_arm(read_rows(b_jsonl), arm_b, b_jsonl, "--arm-b")
-    result = compare(rows_a, rows_b, name_a, name_b, seed=seed)
-    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_comparison(result)
+    if is_case_rows(a_jsonl):  # two `cascade bench redteam` runs: their rows, case by case
+        identity = case_identity(read_cases(a_jsonl), read_cases(b_jsonl))
+        text = (
+            identity.model_dump_json(indent=2) + "\n"
+            if fmt == "json"
+            else render_case_identity(identity, a_jsonl, b_jsonl)
+        )
+    else:
+        name_a, rows_a = only_arm(read_rows(a_jsonl), arm_a, a_jsonl, "--arm-a")
+        name_b, rows_b = only_arm(read_rows(b_jsonl), arm_b, b_jsonl, "--arm-b")
+        result = compare(rows_a, rows_b, name_a, name_b, seed=seed)
+        text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_comparison(result)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
