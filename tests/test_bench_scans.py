@@ -188,6 +188,7 @@ def test_the_ray_startup_scan_times_a_local_ray_after_a_warm_up(tmp_path: Path) 
 def test_the_fidelity_scan_runs_a_tasks_fail_to_pass_on_base_and_with_gold(dev: dict[str, Path]) -> None:
     """A task whose test_patch adds a test of the function the gold patch adds: it fails on base + test_patch and
     passes with gold; a task without tests is an error row."""
+    sandbox_backend("bwrap")  # the scan runs the tests in bwrap: skips, saying why, where it cannot run
     calc = dev["repos"] / "acme__calc"
     test_patch = diff_of(calc, {"tests/test_sub.py": "from calc import ops\n\n\ndef test_sub():\n"
                                 "    assert ops.sub(3, 1) == 2\n"})  # fmt: skip
