@@ -75,3 +75,16 @@ def sandbox_backend(name: str) -> Sandbox:
     if reason is not None:
         pytest.fail(f"{reason}: run docker/make-base-image.sh (as .ci/run does)")
     return backend
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Live processes whose command line contains ``text`` (a run's private directory: nothing may outlive it)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{entry.name}: {cmdline[:200]}")
+    return found

@@ -4,9 +4,12 @@ patches, a real SWE-agent trajectory): each scan's rows, its summary, and the su
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,9 @@ from click.testing import CliRunner
 from cascade.bench.data import DEV_AGENTS, DevData
 from cascade.bench.scans import registry
 from cascade.cli import cli
+from cascade.interrupt import EXIT_INTERRUPTED
 from tests.bench_support import OPS, init_repo, make_swe, write_jsonl
-from tests.support import diff_of, sandbox_backend
+from tests.support import diff_of, processes_mentioning, run_git, sandbox_backend
 
 TRAJECTORY = {"trajectory": [
     {"action": "create reproduce.py\n", "observation": "[File: /acme__calc/reproduce.py (1 lines total)]\n1:\n"},
@@ -205,3 +209,41 @@ def test_the_fidelity_scan_runs_a_tasks_fail_to_pass_on_base_and_with_gold(dev: 
     assert tests["tests/test_sub.py::test_sub"]["base"]["exception"] == "AttributeError", tests
     assert second["status"] == "error" and "no test_patch" in str(second["reason"]), second
     assert "| acme/calc | 2 | 1 | 1 | 1 | 0 | 1 |" in summary, summary
+
+
+@pytest.mark.slow
+def test_stopping_a_scan_ends_its_workers_items_and_leaves_nothing(dev: dict[str, Path], tmp_path: Path) -> None:
+    """SIGINT to a scan's driver alone, while its two workers run sandboxed tests that sleep for a minute: exit 130
+    within seconds, one line on stderr, no worker's run or tree left (the workers used to finish their items)."""
+    sandbox_backend("bwrap")
+    calc = dev["repos"] / "acme__calc"
+    slow = diff_of(calc, {"tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(60)\n"})
+    tasks_file = DevData(dev["data"]).tasks_file("lite")
+    tasks = [json.loads(line) for line in tasks_file.read_text().splitlines()]
+    for task in tasks:
+        task.update(test_patch=slow, FAIL_TO_PASS=json.dumps(["tests/test_slow.py::test_slow"]))
+    write_jsonl(tasks_file, tasks)
+    scratch = tmp_path / "t"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    argv = [sys.executable, "-m", "cascade", "bench", "scan", "fidelity", "--data-dir", str(dev["data"]),
+            "--repos-dir", str(dev["repos"]), "--jobs", "2", "--output", str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith("cascade-run-") for p in scratch.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, "no sandboxed run started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the sandboxed pytest is under way
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("cascade bench scan did not exit within 60 s of SIGINT")
+    assert proc.returncode == EXIT_INTERRUPTED and time.monotonic() - started < 15, stderr
+    assert stderr.splitlines()[-1] == "cascade: interrupted" and "Traceback" not in stderr, stderr
+    time.sleep(0.3)
+    assert sorted(p.name for p in scratch.iterdir()) == [], "temporary directories left behind"
+    assert processes_mentioning(str(scratch)) == []
+    assert run_git(calc, "worktree", "list").count("\n") == 1

@@ -16,7 +16,7 @@ import pytest
 
 from cascade.interrupt import EXIT_INTERRUPTED, descendants
 from tests.bench_support import init_repo
-from tests.support import MakeRepo, diff_of, run_git
+from tests.support import MakeRepo, diff_of, processes_mentioning, run_git
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT_SECONDS = 2.0
@@ -55,18 +55,6 @@ def interrupt(proc: subprocess.Popen[str]) -> tuple[float, str]:
         proc.kill()
         pytest.fail("cascade review did not exit within 30 s of SIGINT")
     return time.monotonic() - started, stderr
-
-
-def processes_mentioning(text: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(f"{entry.name}: {cmdline[:200]}")
-    return found
 
 
 def assert_left_nothing(repo: Path, tmp: Path) -> None:

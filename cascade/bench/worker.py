@@ -4,7 +4,6 @@ the driver (`runner.py`) never does, so the two form no import circle."""
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from collections.abc import Iterator
@@ -20,55 +19,12 @@ from cascade.config import CascadeConfig
 from cascade.context import ReviewContext
 from cascade.errors import BadInput
 from cascade.execution.repo_specs import spec_for_repo
-from cascade.interrupt import end_children_and_raise, release_stop_signals
 from cascade.models import Decision, ReviewRequest, StageResult, Trace, Verdict
 from cascade.pipeline import review
 from cascade.stages.base import Stage
 from cascade.traces import load_trace
 
 EVIDENCE_CHARS = 300
-
-
-_stopping = 0  # the signal that interrupted this worker process (0: none): it starts no further trace
-_tracing = False  # a pool worker is inside a trace (not waiting for the next one)
-
-
-def stop_on_interrupt() -> None:
-    """Pool initializer: SIGINT (the terminal's Ctrl-C, or the driver passing its own on) ends the worker's current
-    trace — its tools and sandboxed runs first, so the trace's trees are removed (cascade/interrupt.py) — and makes
-    every trace still queued to the worker end at once. SIGTERM (the pool tearing itself down after another worker
-    died, or `kill` of the process group) does the same and then ends the worker: its sandboxed runs must not outlive
-    it. The executor starts workers with both signals held (`stop_signals_held`); they are taken from here on."""
-    signal.signal(signal.SIGINT, _interrupted)
-    signal.signal(signal.SIGTERM, _interrupted)
-    release_stop_signals()
-
-
-def _interrupted(signum: int, frame: FrameType | None) -> None:
-    global _stopping
-    first = not _stopping
-    if first or signum == signal.SIGTERM:
-        _stopping = signum
-    if not _tracing:  # idle: nothing to end; a queued trace ends at once, the pool's shutdown ends the worker
-        if signum == signal.SIGTERM:
-            os._exit(128 + signum)
-        return
-    if first:
-        end_children_and_raise(signum, frame)
-    # a later signal lets the first one's cleanup finish; after a SIGTERM the worker then exits (`trace_in_pool`)
-
-
-def trace_in_pool(job: TraceJob, arm: Arm) -> TraceRow:
-    """`run_trace` as a local pool worker runs it: marked as under way for the signal handler, and a worker told to
-    terminate exits once its trace has unwound (its trees removed) instead of waiting for work that never comes."""
-    global _tracing
-    _tracing = True
-    try:
-        return run_trace(job, arm)
-    finally:
-        _tracing = False
-        if _stopping == signal.SIGTERM:
-            os._exit(128 + signal.SIGTERM)
 
 
 class TraceTimeout(BaseException):
@@ -254,8 +210,6 @@ def _failed(row: TraceRow, status: TraceStatus, message: str) -> TraceRow:
 
 def run_trace(job: TraceJob, arm: Arm) -> TraceRow:
     """Review one trace; every failure becomes a row (an abstention) instead of ending the run."""
-    if _stopping:
-        raise KeyboardInterrupt
     started = time.perf_counter()
     row = _base_row(job)
     try:

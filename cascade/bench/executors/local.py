@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
-import signal
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
 from cascade.bench.executors import MAX_ATTEMPTS, Planned, RowSink
+from cascade.bench.pool import in_worker, new_pool, stop_workers
 from cascade.bench.rows import TraceRow, TraceStatus
-from cascade.bench.worker import died_row, failed_row, stop_on_interrupt, trace_in_pool
+from cascade.bench.worker import died_row, failed_row, run_trace
 from cascade.interrupt import stop_signals_held
 
 WORKER_DIED = "worker process died (killed, out of memory or a crash in C code)"
@@ -37,14 +34,13 @@ class LocalExecutor:
     def _pool_run(self, planned: list[Planned], on_row: RowSink) -> list[Planned]:
         """Run the jobs in one pool; return those whose worker died (the pool breaks and cannot say which job)."""
         orphans: list[Planned] = []
-        # spawn, not fork: workers must not inherit the progress bar's thread or the parent's open worktrees
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=spawn, initializer=stop_on_interrupt) as pool:
+        # spawned workers, not forked: they must not inherit the progress bar's thread or the open worktrees
+        with new_pool(self.jobs) as pool:
             futures: dict[Future[TraceRow], Planned] = {}
             try:
                 with stop_signals_held():  # workers start with them held, until their handlers are in place
                     for job, arm in planned:
-                        futures[pool.submit(trace_in_pool, job, arm)] = (job, arm)
+                        futures[pool.submit(in_worker, run_trace, job, arm)] = (job, arm)
                 for future in as_completed(futures):
                     job, arm = futures[future]
                     try:
@@ -55,13 +51,7 @@ class LocalExecutor:
                     except Exception as exc:  # e.g. an arm that cannot be pickled: still one row, never a lost trace
                         row = failed_row(job, TraceStatus.ERROR, f"{type(exc).__name__}: {exc}")
                     on_row(row)
-            except KeyboardInterrupt:
-                # Ctrl-C or SIGTERM: end the running traces (`kill` of the driver alone reaches no worker) and drop the
-                # queued ones; finished rows are on disk to resume from
-                for worker in multiprocessing.active_children():
-                    if worker.pid:  # never 0: that would be this whole process group
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(worker.pid, signal.SIGINT)
-                pool.shutdown(wait=True, cancel_futures=True)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: finished rows are on disk to resume from
+                stop_workers(pool)
                 raise
         return orphans

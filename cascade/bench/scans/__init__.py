@@ -6,9 +6,7 @@ renders its summary from those rows alone, so every number of ``summary.md`` rec
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -34,13 +32,14 @@ B = TypeVar("B")
 
 
 def in_order(work: Callable[[A], B], items: Iterable[A], jobs: int) -> Iterator[B]:
-    """``work`` over ``items`` in ``jobs`` processes (``work`` a module-level function), results in the items' order."""
+    """``work`` over ``items`` in ``jobs`` processes (``work`` a module-level function), results in the items' order;
+    Ctrl-C or a signal to the driver stops the workers' items too (cascade/bench/pool.py)."""
     if jobs <= 1:
         yield from map(work, items)
         return
-    # spawned, not forked: the caller may run threads (a fork copies their locks mid-use)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield from pool.map(work, items)
+    from cascade.bench.pool import ordered
+
+    yield from ordered(work, items, jobs)
 
 
 R = TypeVar("R", bound=BaseModel)
