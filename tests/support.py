@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,3 +89,16 @@ def processes_mentioning(text: str) -> list[str]:
         if text in cmdline:
             found.append(f"{entry.name}: {cmdline[:200]}")
     return found
+
+
+def signal_and_wait(proc: subprocess.Popen[str], signum: int, timeout: float) -> tuple[float, str]:
+    """Send ``signum``; the seconds until the process exited and its stderr. Still running after ``timeout``: killed,
+    and the test fails."""
+    started = time.monotonic()
+    proc.send_signal(signum)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"{' '.join(map(str, proc.args[2:5]))} did not exit within {timeout:g} s of signal {signum}")
+    return time.monotonic() - started, stderr

@@ -20,7 +20,7 @@ from cascade.bench.scans import registry
 from cascade.cli import cli
 from cascade.interrupt import EXIT_INTERRUPTED
 from tests.bench_support import OPS, init_repo, make_swe, write_jsonl
-from tests.support import diff_of, processes_mentioning, run_git, sandbox_backend
+from tests.support import diff_of, processes_mentioning, run_git, sandbox_backend, signal_and_wait
 
 TRAJECTORY = {"trajectory": [
     {"action": "create reproduce.py\n", "observation": "[File: /acme__calc/reproduce.py (1 lines total)]\n1:\n"},
@@ -234,14 +234,8 @@ def test_stopping_a_scan_ends_its_workers_items_and_leaves_nothing(dev: dict[str
         assert proc.poll() is None and time.monotonic() < deadline, "no sandboxed run started"
         time.sleep(0.05)
     time.sleep(0.5)  # the sandboxed pytest is under way
-    started = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("cascade bench scan did not exit within 60 s of SIGINT")
-    assert proc.returncode == EXIT_INTERRUPTED and time.monotonic() - started < 15, stderr
+    seconds, stderr = signal_and_wait(proc, signal.SIGINT, 60)
+    assert proc.returncode == EXIT_INTERRUPTED and seconds < 15, stderr
     assert stderr.splitlines()[-1] == "cascade: interrupted" and "Traceback" not in stderr, stderr
     time.sleep(0.3)
     assert sorted(p.name for p in scratch.iterdir()) == [], "temporary directories left behind"

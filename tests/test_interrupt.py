@@ -16,7 +16,7 @@ import pytest
 
 from cascade.interrupt import EXIT_INTERRUPTED, descendants
 from tests.bench_support import init_repo
-from tests.support import MakeRepo, diff_of, processes_mentioning, run_git
+from tests.support import MakeRepo, diff_of, processes_mentioning, run_git, signal_and_wait
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT_SECONDS = 2.0
@@ -47,14 +47,7 @@ def wait_for(tmp: Path, prefix: str, proc: subprocess.Popen[str], timeout: float
 
 
 def interrupt(proc: subprocess.Popen[str]) -> tuple[float, str]:
-    started = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, stderr = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("cascade review did not exit within 30 s of SIGINT")
-    return time.monotonic() - started, stderr
+    return signal_and_wait(proc, signal.SIGINT, 30)
 
 
 def assert_left_nothing(repo: Path, tmp: Path) -> None:
@@ -167,14 +160,7 @@ def pool_workers(pid: int) -> list[int]:
 
 def assert_bench_stopped(proc: subprocess.Popen[str], signum: int, repo: Path, tmp: Path) -> None:
     """``signum`` to the driver alone: exit 130 within 15 s, one line on stderr, no row, nothing left behind."""
-    started = time.monotonic()
-    proc.send_signal(signum)
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("cascade bench run did not exit within 60 s of the signal")
-    seconds = time.monotonic() - started
+    seconds, stderr = signal_and_wait(proc, signum, 60)
     assert proc.returncode == EXIT_INTERRUPTED, stderr
     assert seconds < 15, f"exit took {seconds:.1f} s"
     assert stderr.splitlines()[-1] == "cascade: interrupted" and "Traceback" not in stderr, stderr

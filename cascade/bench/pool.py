@@ -20,11 +20,10 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import FrameType
-from typing import ParamSpec, TypeVar
+from typing import TypeVar
 
 from cascade.interrupt import end_children_and_raise, release_stop_signals, stop_signals_held
 
-P = ParamSpec("P")
 A = TypeVar("A")
 B = TypeVar("B")
 
@@ -53,15 +52,15 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
     # a later signal lets the first one's cleanup finish; after a SIGTERM the worker then exits (`in_worker`)
 
 
-def in_worker(work: Callable[P, B], *args: P.args, **kwargs: P.kwargs) -> B:
-    """``work(*args)`` in a pool worker, marked as under way for the handler; nothing starts once interrupted, and a
+def in_worker(work: Callable[[A], B], item: A) -> B:
+    """``work(item)`` in a pool worker, marked as under way for the handler; nothing starts once interrupted, and a
     worker told to terminate exits once the item has unwound (its trees removed)."""
     global _busy
     if _stopping:
         raise KeyboardInterrupt
     _busy = True
     try:
-        return work(*args, **kwargs)
+        return work(item)
     finally:
         _busy = False
         if _stopping == signal.SIGTERM:

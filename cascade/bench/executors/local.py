@@ -7,10 +7,9 @@ from concurrent.futures import Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
 from cascade.bench.executors import MAX_ATTEMPTS, Planned, RowSink
-from cascade.bench.pool import in_worker, new_pool, stop_workers
+from cascade.bench.pool import new_pool, stop_workers, submit_all
 from cascade.bench.rows import TraceRow, TraceStatus
 from cascade.bench.worker import died_row, failed_row, run_trace
-from cascade.interrupt import stop_signals_held
 
 WORKER_DIED = "worker process died (killed, out of memory or a crash in C code)"
 
@@ -38,9 +37,7 @@ class LocalExecutor:
         with new_pool(self.jobs) as pool:
             futures: dict[Future[TraceRow], Planned] = {}
             try:
-                with stop_signals_held():  # workers start with them held, until their handlers are in place
-                    for job, arm in planned:
-                        futures[pool.submit(in_worker, run_trace, job, arm)] = (job, arm)
+                futures = dict(zip(submit_all(pool, _trace, planned), planned, strict=True))
                 for future in as_completed(futures):
                     job, arm = futures[future]
                     try:
@@ -55,3 +52,9 @@ class LocalExecutor:
                 stop_workers(pool)
                 raise
         return orphans
+
+
+def _trace(planned: Planned) -> TraceRow:
+    """One planned trace, as a worker runs it (module-level: the pool pickles it by name)."""
+    job, arm = planned
+    return run_trace(job, arm)
